@@ -1,0 +1,228 @@
+"""Finding and loading the client configuration, in client-go's order.
+
+Order (the first that applies wins, as controller-runtime's ``GetConfig`` does):
+
+1. an explicit kubeconfig path (``--kubeconfig``), which must exist;
+2. ``KUBECONFIG``: a colon-separated list of files, merged first-wins (missing files skipped);
+3. in-cluster: ``KUBERNETES_SERVICE_HOST``/``PORT`` plus the service-account token and CA;
+4. ``~/.kube/config``.
+
+kubernetes_asyncio parses the kubeconfig and performs token, client-certificate, exec-plugin and
+auth-provider authentication; this module checks the files first so that every failure becomes a
+:class:`ConfigError` with one line that names the problem (missing file, malformed YAML, unknown
+context, no configuration at all) instead of a library traceback.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes_asyncio.client import Configuration
+from kubernetes_asyncio.config.config_exception import ConfigException
+from kubernetes_asyncio.config.incluster_config import (
+    SERVICE_CERT_FILENAME,
+    SERVICE_TOKEN_FILENAME,
+    InClusterConfigLoader,
+)
+from kubernetes_asyncio.config.kube_config import KubeConfigLoader, KubeConfigMerger
+
+from dsctl.kube.errors import ConfigError, one_line
+
+__all__ = ["LoadedConfig", "load_config"]
+
+
+@dataclass
+class LoadedConfig:
+    """A ready kubernetes_asyncio ``Configuration`` and where it came from (for logs)."""
+
+    configuration: Any
+    source: str
+    """``kubeconfig`` or ``in-cluster``."""
+    host: str
+    files: tuple[str, ...] = ()
+    context: str | None = None
+    loader: Any = field(default=None, repr=False)
+
+
+def _read_kubeconfig(path: Path) -> Mapping[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"kubeconfig {path}: file not found") from None
+    except OSError as exc:
+        raise ConfigError(f"kubeconfig {path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise ConfigError(f"kubeconfig {path}: malformed YAML{where}: {problem}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"kubeconfig {path}: not a kubeconfig (top level is not a mapping)")
+    for key in ("clusters", "contexts", "users"):
+        value = data.get(key)
+        if value is not None and not isinstance(value, list):
+            raise ConfigError(f"kubeconfig {path}: '{key}' must be a list")
+        for entry in value or ():
+            if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+                raise ConfigError(f"kubeconfig {path}: every entry of '{key}' needs a 'name'")
+    return data
+
+
+def _names(docs: list[Mapping[str, Any]], key: str) -> dict[str, Mapping[str, Any]]:
+    found: dict[str, Mapping[str, Any]] = {}
+    for doc in docs:
+        for entry in doc.get(key) or ():
+            found.setdefault(entry["name"], entry)  # first file wins, as in client-go
+    return found
+
+
+def _choose_context(
+    docs: list[Mapping[str, Any]], files: tuple[str, ...], context: str | None
+) -> str:
+    where = ", ".join(files)
+    contexts = _names(docs, "contexts")
+    if context is None:
+        context = next(
+            (d["current-context"] for d in docs if isinstance(d.get("current-context"), str)
+             and d["current-context"]),
+            None,
+        )
+        if context is None:
+            raise ConfigError(f"kubeconfig {where}: no current-context set; pass a context")
+    if context not in contexts:
+        available = ", ".join(sorted(contexts)) or "none"
+        raise ConfigError(
+            f"kubeconfig {where}: context {context!r} not found (available: {available})"
+        )
+    body = contexts[context].get("context")
+    cluster_name = body.get("cluster") if isinstance(body, Mapping) else None
+    clusters = _names(docs, "clusters")
+    if not isinstance(cluster_name, str) or cluster_name not in clusters:
+        raise ConfigError(
+            f"kubeconfig {where}: context {context!r} names cluster {cluster_name!r}, "
+            "which is not defined"
+        )
+    cluster = clusters[cluster_name].get("cluster")
+    if not isinstance(cluster, Mapping) or not cluster.get("server"):
+        raise ConfigError(f"kubeconfig {where}: cluster {cluster_name!r} has no server")
+    return context
+
+
+def _install_exec_refresh(loader: Any, configuration: Any) -> None:
+    """Re-run an exec credential plugin when its token expires.
+
+    kubernetes_asyncio runs the plugin once at load; its own refresh is a separate polling task.
+    Hooking the refresh into ``auth_settings`` (called before every request) keeps tokens fresh
+    without another task. Only plugins that report an expiry are re-run.
+    """
+    user = getattr(loader, "_user", None)
+    if user is None or "exec" not in user:
+        return
+
+    async def refresh(config: Any) -> None:
+        if getattr(loader, "exec_plugin_expiry", None) is None:
+            return
+        await loader.load_from_exec_plugin()
+        token = getattr(loader, "token", None)
+        if token:
+            config.api_key["BearerToken"] = token
+
+    configuration.refresh_api_key_hook = refresh
+
+
+async def _load_kubeconfig(files: tuple[str, ...], context: str | None) -> LoadedConfig:
+    docs = [_read_kubeconfig(Path(f)) for f in files]
+    chosen = _choose_context(docs, files, context)
+    configuration = Configuration()
+    try:
+        merged = KubeConfigMerger(os.pathsep.join(files))
+        loader = KubeConfigLoader(
+            config_dict=merged.config, config_base_path=None, active_context=chosen
+        )
+        await loader.load_and_set(configuration)
+    except ConfigException as exc:
+        raise ConfigError(f"kubeconfig {', '.join(files)}: {one_line(exc)}") from None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        # exec plugins that cannot start, unreadable certificate files, bad base64...
+        raise ConfigError(
+            f"kubeconfig {', '.join(files)} (context {chosen!r}): {one_line(exc)}"
+        ) from None
+    _install_exec_refresh(loader, configuration)
+    return LoadedConfig(
+        configuration=configuration,
+        source="kubeconfig",
+        host=str(configuration.host),
+        files=files,
+        context=chosen,
+        loader=loader,
+    )
+
+
+def _load_in_cluster(environ: Mapping[str, str], token_path: str, ca_path: str) -> LoadedConfig:
+    configuration = Configuration()
+    try:
+        loader = InClusterConfigLoader(
+            token_filename=token_path, cert_filename=ca_path, environ=dict(environ)
+        )
+        loader.load_and_set(configuration)
+    except ConfigException as exc:
+        raise ConfigError(f"in-cluster config: {one_line(exc)} ({token_path})") from None
+    except OSError as exc:
+        raise ConfigError(f"in-cluster config: {one_line(exc)}") from None
+    return LoadedConfig(
+        configuration=configuration,
+        source="in-cluster",
+        host=str(configuration.host),
+        loader=loader,
+    )
+
+
+def _existing_files(listed: str) -> tuple[str, ...]:
+    """The files of a KUBECONFIG list that exist, in order, without duplicates."""
+    paths = [os.path.expanduser(p) for p in listed.split(os.pathsep) if p]
+    existing = tuple(dict.fromkeys(p for p in paths if os.path.exists(p)))
+    if not existing:
+        raise ConfigError(f"KUBECONFIG={listed}: none of the listed files exist")
+    return existing
+
+
+async def load_config(
+    *,
+    kubeconfig: str | os.PathLike[str] | None = None,
+    context: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    home: str | os.PathLike[str] | None = None,
+    token_path: str = SERVICE_TOKEN_FILENAME,
+    ca_path: str = SERVICE_CERT_FILENAME,
+) -> LoadedConfig:
+    """Find the configuration in client-go's order and load it (see the module docstring).
+
+    ``environ``, ``home``, ``token_path`` and ``ca_path`` default to the real process values;
+    tests pass their own. Raises :class:`ConfigError` with a one-line message.
+    """
+    env = os.environ if environ is None else environ
+    if kubeconfig is not None:
+        return await _load_kubeconfig((os.fspath(kubeconfig),), context)
+    listed = env.get("KUBECONFIG", "")
+    if listed:
+        return await _load_kubeconfig(_existing_files(listed), context)
+    if env.get("KUBERNETES_SERVICE_HOST") and context is None:
+        return _load_in_cluster(env, token_path, ca_path)
+    default = Path(home if home is not None else Path.home()) / ".kube" / "config"
+    if default.exists():
+        return await _load_kubeconfig((str(default),), context)
+    if context is not None:
+        raise ConfigError(f"context {context!r} given, but no kubeconfig found ({default})")
+    raise ConfigError(
+        "no Kubernetes configuration found: pass --kubeconfig, set KUBECONFIG, "
+        f"run in a pod, or create {default}"
+    )
