@@ -1,0 +1,240 @@
+"""Projections: cache only the fields a DaemonSet controller reads, in the same JSON shape.
+
+At 5,000 nodes and 150,000 pods the pod cache dominates the controller's memory. A projection
+keeps the original nesting (``metadata.labels``, ``spec.nodeName``, ``status.conditions``...)
+so domain code reads a projected object exactly like a full one, and drops everything else
+(containers, volumes, managedFields, container statuses...).
+
+Two more savings, measured in ``BENCHMARKS.md`` (``benchmarks/informer_memory.py``):
+
+- strings that repeat across objects (label keys and values, namespaces, node names, phases)
+  are interned, so 150,000 copies of ``controller-revision-hash`` cost one string;
+- sub-objects that are equal across many pods are **shared**: the labels of the pods of one
+  DaemonSet revision, their ownerReferences, the target-node affinity of all pods on one node,
+  and equal Ready conditions. Each is looked up in a bounded canonicalization table, so a
+  projected pod owns only its top-level dicts and its unique strings.
+
+Kept for pods (and ``apiVersion``/``kind``, which informers always fill in):
+
+- ``metadata``: name, namespace, uid, resourceVersion, labels, ownerReferences,
+  creationTimestamp, deletionTimestamp, plus the annotations named in ``keep_annotations``;
+- ``spec``: nodeName, and ``affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution``
+  (where a DaemonSet pod records its target node before it is bound);
+- ``status``: phase, and the ``Ready`` condition (type, status, lastTransitionTime).
+
+Kept for nodes:
+
+- ``metadata``: name, uid, resourceVersion, labels, creationTimestamp, deletionTimestamp;
+- ``spec``: taints, unschedulable;
+- ``status``: the ``Ready`` condition.
+
+**Never mutate projected objects**: besides being cached, their sub-objects are shared between
+many objects, so a change would show up in all of them. Copy first (``copy.deepcopy``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any
+
+import orjson
+
+__all__ = ["SharedValues", "make_pod_projection", "project_node", "project_pod"]
+
+Obj = dict[str, Any]
+_intern = sys.intern
+_str = str
+
+
+class SharedValues:
+    """A bounded table of canonical read-only values, so equal sub-objects are stored once.
+
+    When it holds ``max_entries`` values it is emptied: values already handed out stay valid
+    (they are ordinary objects), only future sharing restarts. That bounds the table under
+    churn without any bookkeeping per object.
+    """
+
+    def __init__(self, max_entries: int = 100_000) -> None:
+        self.max_entries = max_entries
+        self._table: dict[Hashable, Any] = {}
+
+    def get(self, key: Hashable, make: Callable[[], Any]) -> Any:
+        """The canonical value for ``key``, built by ``make()`` the first time."""
+        found = self._table.get(key)
+        if found is None:
+            if len(self._table) >= self.max_entries:
+                self._table.clear()
+            found = self._table[key] = make()
+        return found
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+
+_SHARED = SharedValues()
+
+
+def _interned_map(values: dict[str, Any]) -> Obj:
+    return {
+        _intern(k): (_intern(v) if v.__class__ is _str else v) for k, v in values.items()
+    }
+
+
+def _labels(labels: Any) -> Obj | None:
+    if not labels or labels.__class__ is not dict:
+        return None
+    try:
+        key = ("labels", *labels.items())
+        return _SHARED.get(key, lambda: _interned_map(labels))  # type: ignore[no-any-return]
+    except TypeError:  # a non-string value: not hashable, keep a private copy
+        return _interned_map(labels)
+
+
+def _owner_refs(refs: Any) -> list[Obj] | None:
+    if not refs or refs.__class__ is not list:
+        return None
+    try:
+        key = ("owners", *(tuple(r.items()) for r in refs))
+    except (AttributeError, TypeError):
+        return [_interned_map(r) for r in refs if isinstance(r, dict)]
+    return _SHARED.get(key, lambda: [_interned_map(r) for r in refs])  # type: ignore[no-any-return]
+
+
+def _ready_condition(status: Any) -> list[Obj] | None:
+    conditions = status.get("conditions") if status.__class__ is dict else None
+    if not conditions or conditions.__class__ is not list:
+        return None
+    for cond in conditions:
+        if cond.__class__ is dict and cond.get("type") == "Ready":
+            state = cond.get("status")
+            since = cond.get("lastTransitionTime")
+
+            def make(state: Any = state, since: Any = since) -> list[Obj]:
+                kept: Obj = {"type": "Ready", "status": state}
+                if since is not None:
+                    kept["lastTransitionTime"] = since
+                return [kept]
+
+            try:
+                return _SHARED.get(("ready", state, since), make)  # type: ignore[no-any-return]
+            except TypeError:
+                return make()
+    return None
+
+
+def _metadata(meta: Any, annotations: tuple[str, ...]) -> Obj:
+    if meta.__class__ is not dict:
+        return {}
+    get = meta.get
+    out: Obj = {"name": get("name")}
+    value = get("namespace")
+    if value is not None:
+        out["namespace"] = _intern(value) if value.__class__ is _str else value
+    value = get("uid")
+    if value is not None:
+        out["uid"] = value
+    value = get("resourceVersion")
+    if value is not None:
+        out["resourceVersion"] = value
+    value = get("creationTimestamp")
+    if value is not None:
+        out["creationTimestamp"] = _intern(value) if value.__class__ is _str else value
+    value = get("deletionTimestamp")
+    if value is not None:
+        out["deletionTimestamp"] = value
+    labels = _labels(get("labels"))
+    if labels is not None:
+        out["labels"] = labels
+    refs = _owner_refs(get("ownerReferences"))
+    if refs is not None:
+        out["ownerReferences"] = refs
+    if annotations:
+        source = get("annotations")
+        if source.__class__ is dict:
+            kept = {_intern(k): source[k] for k in annotations if k in source}
+            if kept:
+                out["annotations"] = kept
+    return out
+
+
+def _required_node_affinity(spec: Obj) -> Obj | None:
+    affinity = spec.get("affinity")
+    if affinity.__class__ is not dict:
+        return None
+    node_affinity = affinity.get("nodeAffinity")
+    if node_affinity.__class__ is not dict:
+        return None
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required is None:
+        return None
+
+    def make() -> Obj:
+        return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
+
+    return _SHARED.get(("affinity", orjson.dumps(required)), make)  # type: ignore[no-any-return]
+
+
+def _type_meta(obj: Obj) -> Obj:
+    out: Obj = {}
+    api_version = obj.get("apiVersion")
+    if api_version.__class__ is _str:
+        out["apiVersion"] = _intern(api_version)
+    kind = obj.get("kind")
+    if kind.__class__ is _str:
+        out["kind"] = _intern(kind)
+    return out
+
+
+def make_pod_projection(*, keep_annotations: Iterable[str] = ()) -> Callable[[Obj], Obj]:
+    """A pod projection that also keeps the named annotations."""
+    names = tuple(keep_annotations)
+
+    def project(pod: Obj) -> Obj:
+        out = _type_meta(pod)
+        out["metadata"] = _metadata(pod.get("metadata"), names)
+        spec = pod.get("spec")
+        if spec.__class__ is dict:
+            kept_spec: Obj = {}
+            node = spec.get("nodeName")
+            if node:
+                kept_spec["nodeName"] = _intern(node) if node.__class__ is _str else node
+            affinity = _required_node_affinity(spec)
+            if affinity is not None:
+                kept_spec["affinity"] = affinity
+            out["spec"] = kept_spec
+        status = pod.get("status")
+        if status.__class__ is dict:
+            kept_status: Obj = {}
+            phase = status.get("phase")
+            if phase is not None:
+                kept_status["phase"] = _intern(phase) if phase.__class__ is _str else phase
+            ready = _ready_condition(status)
+            if ready is not None:
+                kept_status["conditions"] = ready
+            out["status"] = kept_status
+        return out
+
+    return project
+
+
+project_pod = make_pod_projection()
+"""Project a pod to what a DaemonSet controller reads (see the module docstring)."""
+
+
+def project_node(node: Obj) -> Obj:
+    """Project a node to name, labels, taints, unschedulable and the Ready condition."""
+    out = _type_meta(node)
+    out["metadata"] = _metadata(node.get("metadata"), ())
+    spec = node.get("spec")
+    if spec.__class__ is dict:
+        kept_spec: Obj = {}
+        taints = spec.get("taints")
+        if taints and taints.__class__ is list:
+            kept_spec["taints"] = [_interned_map(t) for t in taints if t.__class__ is dict]
+        if spec.get("unschedulable"):
+            kept_spec["unschedulable"] = True
+        out["spec"] = kept_spec
+    ready = _ready_condition(node.get("status"))
+    out["status"] = {"conditions": ready} if ready is not None else {}
+    return out

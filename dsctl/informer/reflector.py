@@ -1,0 +1,421 @@
+"""The reflector: keeps a :class:`~dsctl.informer.store.Store` equal to the server's state.
+
+Cycle: list (paginated, ``limit`` per page, following ``continue``), replace the store, then
+watch from the list's resourceVersion with bookmarks, applying each event to the store and then
+notifying the sink. When a watch ends (server timeout, dropped connection, silence longer than
+``inactivity_timeout``) it re-watches from the last resourceVersion seen, events and bookmarks
+included. When the server answers 410 Gone the history it needs is compacted: it lists again and
+*replaces* the store, so every object that vanished meanwhile is delivered as a delete and every
+object that changed as an update.
+
+With ``streaming_list`` the list is done by a watch with ``sendInitialEvents=true`` (ADDED
+events, then a bookmark annotated ``k8s.io/initial-events-end``); a server that refuses it with a
+4xx, or closes the stream before that bookmark, gets a plain list instead, from then on.
+
+Every failure is classified in one place, :meth:`Reflector._classify`:
+
+- Gone → re-list now; TooManyRequests → wait ``Retry-After``;
+- a dropped or silent watch (ConnectionFailed) → re-watch quietly, at once when the watch had
+  been useful, after a backoff when it ended at once with nothing (a server that closes every
+  watch immediately must not be hammered);
+- anything else → log a warning and retry after a capped, jittered backoff.
+
+Invariant: the store is only written here, and the sink is called after the store changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import structlog
+
+from dsctl.informer.metrics import InformerMetrics
+from dsctl.informer.store import ReplaceResult, Store, object_key
+from dsctl.kube.errors import ApiError, ConnectionFailed, Gone, TooManyRequests
+from dsctl.kube.ratelimit import Backoff
+from dsctl.kube.resources import Resource
+from dsctl.kube.transport import gc_paused
+
+__all__ = ["INITIAL_EVENTS_END", "ListerWatcher", "Reflector", "Sink"]
+
+log = structlog.get_logger(__name__)
+
+Obj = dict[str, Any]
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+_SHORT_WATCH = 1.0
+_YIELD_EVERY = 2000
+
+
+class ListerWatcher(Protocol):
+    """What a reflector needs from a client (``KubeClient`` provides it)."""
+
+    async def list(
+        self,
+        res: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_: str | None = None,
+    ) -> dict[str, Any]: ...
+
+    def watch(
+        self,
+        res: Resource,
+        *,
+        namespace: str | None = None,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        allow_bookmarks: bool = True,
+        timeout_seconds: int | None = None,
+        send_initial_events: bool = False,
+        inactivity_timeout: float | None = ...,
+    ) -> AsyncGenerator[dict[str, Any], None]: ...
+
+
+class Sink(Protocol):
+    """Receives changes after they are in the store (the informer's handler fan-out)."""
+
+    def on_add(self, obj: Obj) -> None: ...
+    def on_update(self, old: Obj, new: Obj) -> None: ...
+    def on_delete(self, obj: Obj) -> None: ...
+
+
+class _StreamingUnsupported(Exception):
+    """The server ignored or refused ``sendInitialEvents``."""
+
+
+@dataclass(frozen=True)
+class _Action:
+    relist: bool
+    delay: float
+    reason: str
+
+
+def _rv_of(obj: Any) -> str | None:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    return rv if isinstance(rv, str) and rv else None
+
+
+def _prepare_page(prepare: Callable[[Obj], Obj], objects: list[Obj] | tuple[()]) -> list[Obj]:
+    """Project one list page with the cyclic GC paused (see ``gc_paused`` for why)."""
+    with gc_paused():
+        return [prepare(obj) for obj in objects]
+
+
+class Reflector:
+    """List-then-watch loop for one resource; run :meth:`run` as a task, cancel to stop.
+
+    ``clock`` is monotonic seconds (for ``last_progress``); ``wall`` is Unix time for metrics.
+    """
+
+    def __init__(
+        self,
+        client: ListerWatcher,
+        resource: Resource,
+        store: Store,
+        sink: Sink,
+        *,
+        metrics: InformerMetrics,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 500,
+        inactivity_timeout: float = 120.0,
+        watch_timeout: int | None = None,
+        streaming_list: bool = False,
+        backoff: Backoff | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.client = client
+        self.resource = resource
+        self.store = store
+        self.sink = sink
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.field_selector = field_selector
+        self.page_size = page_size
+        self.inactivity_timeout = inactivity_timeout
+        self.watch_timeout = watch_timeout
+        self.streaming_list = streaming_list
+        self.backoff = backoff or Backoff(base=0.5, cap=30.0)
+        self._clock = clock
+        self._wall = wall
+        self.last_rv = ""
+        self.need_list = True
+        """Set until a list (or streaming list) replaced the store; set again by 410 Gone."""
+        self.synced = asyncio.Event()
+        self.last_progress = clock()
+        self.relists = 0
+        self._watch_began: float | None = None
+        self._gone_streak = 0
+        label = resource.label
+        self._log = log.bind(resource=label)
+        self._m_events = metrics.events
+        self._m_relists = metrics.relists.labels(resource=label)
+        self._m_last = metrics.last_event.labels(resource=label)
+        self._m_objects = metrics.objects.labels(resource=label)
+        self._m_errors = metrics.errors
+        self._label = label
+        self._api_version = resource.api_version
+        self._kind = resource.kind
+
+    # -- loop ----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Keep the store in sync until cancelled. Never returns otherwise."""
+        while True:
+            self._watch_began = None
+            count = 0
+            try:
+                if self.need_list and self.streaming_list:
+                    try:
+                        count = await self._stream_list_and_watch()
+                    except _StreamingUnsupported as exc:
+                        self._log.info("informer.streaming_list.fallback", reason=str(exc))
+                        self.streaming_list = False
+                        continue
+                else:
+                    if self.need_list:
+                        await self._list()
+                    count = await self._watch()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                action = self._classify(exc, productive=self._productive(count))
+                self.need_list = self.need_list or action.relist
+                self._m_errors.labels(resource=self._label, reason=action.reason).inc()
+                if action.delay > 0:
+                    await asyncio.sleep(action.delay)
+                continue
+            # The watch ended cleanly (server timeout or EOF).
+            if self._productive(count):
+                self.backoff.reset()
+                self._mark_progress()
+            else:
+                await asyncio.sleep(self.backoff.next_delay())
+
+    def _productive(self, count: int) -> bool:
+        """Did the last watch deliver events or stay up a while? (A failed list never did.)"""
+        began = self._watch_began
+        if began is None:
+            return False
+        return count > 0 or self._clock() - began >= _SHORT_WATCH
+
+    def _classify(self, exc: Exception, *, productive: bool) -> _Action:
+        """The single place that maps a list/watch failure to what to do next."""
+        if isinstance(exc, Gone):
+            # Re-list at once, unless the previous watch also ended in Gone before delivering
+            # anything: a history shorter than a list round trip must not become a hot loop.
+            self._gone_streak = 0 if productive else self._gone_streak + 1
+            delay = self.backoff.next_delay() if self._gone_streak > 1 else 0.0
+            self._log.info("informer.relist", cause="gone", last_rv=self.last_rv,
+                           delay=round(delay, 3))
+            return _Action(relist=True, delay=delay, reason="Gone")
+        if isinstance(exc, TooManyRequests):
+            delay = exc.retry_after if exc.retry_after is not None else self.backoff.next_delay()
+            self._log.info("informer.throttled", delay=round(delay, 3))
+            return _Action(relist=False, delay=delay, reason="TooManyRequests")
+        if isinstance(exc, ConnectionFailed):
+            if productive:
+                self.backoff.reset()
+                self._mark_progress()
+                self._log.debug("informer.rewatch", reason=exc.reason, detail=exc.message)
+                return _Action(relist=False, delay=0.0, reason=exc.reason)
+            delay = self.backoff.next_delay()
+            self._log.info(
+                "informer.connection_failed", detail=exc.message, attempt=self.backoff.failures,
+                delay=round(delay, 3),
+            )
+            return _Action(relist=False, delay=delay, reason=exc.reason)
+        delay = self.backoff.next_delay()
+        if isinstance(exc, ApiError):
+            self._log.warning(
+                "informer.error", status=exc.status, reason=exc.reason, detail=exc.message,
+                attempt=self.backoff.failures, delay=round(delay, 3),
+            )
+            return _Action(relist=False, delay=delay, reason=exc.reason)
+        self._log.error(
+            "informer.unexpected_error", attempt=self.backoff.failures, delay=round(delay, 3),
+            exc_info=exc,
+        )
+        return _Action(relist=False, delay=delay, reason=type(exc).__name__)
+
+    # -- list ----------------------------------------------------------------------------
+
+    async def _list(self) -> None:
+        try:
+            items, rv = await self._list_pages(self.page_size)
+        except Gone:
+            # The continue token expired mid-way (the list outlived the server's history):
+            # one unpaginated list is always consistent.
+            self._log.info("informer.list.continue_expired")
+            items, rv = await self._list_pages(None)
+        await self._replace(items, rv)
+
+    async def _list_pages(self, limit: int | None) -> tuple[list[Obj], str]:
+        items: list[Obj] = []
+        rv = ""
+        token: str | None = None
+        prepare = self._prepare
+        while True:
+            page = await self.client.list(
+                self.resource,
+                namespace=self.namespace,
+                label_selector=self.label_selector,
+                field_selector=self.field_selector,
+                limit=limit,
+                continue_=token,
+            )
+            items.extend(_prepare_page(prepare, page.get("items") or ()))
+            meta = page.get("metadata") or {}
+            rv = meta.get("resourceVersion") or rv
+            token = meta.get("continue") or None
+            if not token:
+                return items, rv
+
+    async def _replace(self, items: list[Obj], rv: str) -> None:
+        result = self.store.replace(items, rv, prepared=True)
+        self.last_rv = rv
+        self.need_list = False
+        self.relists += 1
+        self._m_relists.inc()
+        self._m_objects.set(len(self.store))
+        self._mark_progress()
+        self._log.info(
+            "informer.listed", objects=len(self.store), rv=rv, added=len(result.added),
+            updated=len(result.updated), deleted=len(result.deleted),
+        )
+        await self._deliver(result)
+        self.synced.set()
+
+    async def _deliver(self, result: ReplaceResult) -> None:
+        sink = self.sink
+        done = 0
+        for old in result.deleted:
+            sink.on_delete(old)
+            done += 1
+            if done % _YIELD_EVERY == 0:
+                await asyncio.sleep(0)
+        for old, new in result.updated:
+            sink.on_update(old, new)
+            done += 1
+            if done % _YIELD_EVERY == 0:
+                await asyncio.sleep(0)
+        for new in result.added:
+            sink.on_add(new)
+            done += 1
+            if done % _YIELD_EVERY == 0:
+                await asyncio.sleep(0)
+
+    # -- watch ---------------------------------------------------------------------------
+
+    def _open_watch(self, *, initial: bool) -> AsyncGenerator[dict[str, Any], None]:
+        return self.client.watch(
+            self.resource,
+            namespace=self.namespace,
+            resource_version="" if initial else self.last_rv,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+            allow_bookmarks=True,
+            timeout_seconds=self.watch_timeout,
+            send_initial_events=initial,
+            inactivity_timeout=self.inactivity_timeout,
+        )
+
+    async def _watch(self) -> int:
+        self._watch_began = self._clock()
+        count = 0
+        async with contextlib.aclosing(self._open_watch(initial=False)) as events:
+            async for event in events:
+                count += 1
+                self._apply(event)
+        return count
+
+    async def _stream_list_and_watch(self) -> int:
+        self._watch_began = self._clock()
+        pending: dict[str, Obj] = {}
+        initial_done = False
+        count = 0
+        prepare = self._prepare
+        try:
+            async with contextlib.aclosing(self._open_watch(initial=True)) as events:
+                async for event in events:
+                    count += 1
+                    if initial_done:
+                        self._apply(event)
+                        continue
+                    kind = event["type"]
+                    obj = event["object"]
+                    if kind == "BOOKMARK":
+                        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+                        if annotations.get(INITIAL_EVENTS_END) == "true":
+                            await self._replace(list(pending.values()), _rv_of(obj) or "")
+                            pending = {}
+                            initial_done = True
+                        continue
+                    prepared = prepare(obj)
+                    if kind == "DELETED":
+                        pending.pop(object_key(prepared), None)
+                    else:
+                        pending[object_key(prepared)] = prepared
+        except ApiError as exc:
+            if 400 <= exc.status < 500 and exc.status not in (410, 429) and not initial_done:
+                raise _StreamingUnsupported(f"{exc.status} {exc.reason}") from None
+            raise
+        if not initial_done:
+            raise _StreamingUnsupported("stream ended before the initial-events-end bookmark")
+        return count
+
+    def _apply(self, event: dict[str, Any]) -> None:
+        kind = event["type"]
+        obj = event["object"]
+        self._m_events.labels(resource=self._label, type=kind).inc()
+        self._mark_progress()
+        rv = _rv_of(obj)
+        if kind == "BOOKMARK":
+            self._advance(rv)
+            return
+        store = self.store
+        new = self._prepare(obj)
+        if kind == "DELETED":
+            old = store.delete(object_key(new))
+            self._advance(rv)
+            self._m_objects.set(len(store))
+            if old is not None:
+                self.sink.on_delete(new)
+            return
+        old, new = store.upsert(new, prepared=True)
+        self._advance(rv)
+        if old is None:
+            self._m_objects.set(len(store))
+            self.sink.on_add(new)
+        else:
+            self.sink.on_update(old, new)
+
+    def _advance(self, rv: str | None) -> None:
+        """The store now reflects ``rv`` (an event's or a bookmark's); re-watch from there."""
+        if rv:
+            self.last_rv = rv
+            self.store.resource_version = rv
+
+    def _prepare(self, obj: Obj) -> Obj:
+        """Fill in apiVersion/kind (list items come without them, watch objects with them),
+        then apply the store's transform. The decoded object is ours to complete."""
+        if "kind" not in obj:
+            obj["apiVersion"] = self._api_version
+            obj["kind"] = self._kind
+        return self.store.prepare(obj)
+
+    def _mark_progress(self) -> None:
+        self.last_progress = self._clock()
+        self._m_last.set(self._wall())

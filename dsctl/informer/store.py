@@ -1,0 +1,277 @@
+"""The informer's cache: objects by key, plus secondary indexes.
+
+Keys are ``namespace/name`` for namespaced objects and ``name`` for cluster-scoped ones.
+An index is a function from an object to the list of values it is filed under (a pod under its
+node name, a pod or ControllerRevision under its controller's UID); ``by_index`` answers "all
+objects filed under this value" without scanning.
+
+Contract: objects returned by the store are the cached objects themselves, shared with every
+reader. **Do not mutate them**; copy before changing. The store is single-threaded: it is
+written only by its reflector, on the event loop, and never awaits, so readers always see a
+consistent state between two events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dsctl.api.pods import controller_ref
+
+__all__ = [
+    "BY_NODE_NAME",
+    "BY_OWNER_UID",
+    "IndexFunc",
+    "ReadOnlyStore",
+    "ReplaceResult",
+    "Store",
+    "Transform",
+    "by_node_name",
+    "by_owner_uid",
+    "object_key",
+]
+
+Obj = dict[str, Any]
+Objs = list[Obj]
+Keys = list[str]
+IndexFunc = Callable[[Mapping[str, Any]], Iterable[str]]
+Transform = Callable[[Obj], Obj]
+
+BY_NODE_NAME = "byNodeName"
+BY_OWNER_UID = "byOwnerUID"
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    """``namespace/name``, or ``name`` for cluster-scoped objects."""
+    meta = obj.get("metadata") or {}
+    name = meta.get("name") or ""
+    namespace = meta.get("namespace")
+    return f"{namespace}/{name}" if namespace else str(name)
+
+
+def by_node_name(obj: Mapping[str, Any]) -> list[str]:
+    """Index function: the pod's ``spec.nodeName`` (unscheduled pods are filed under nothing)."""
+    spec = obj.get("spec")
+    node = spec.get("nodeName") if isinstance(spec, Mapping) else None
+    return [node] if isinstance(node, str) and node else []
+
+
+def by_owner_uid(obj: Mapping[str, Any]) -> list[str]:
+    """Index function: the UID of the controller ownerReference (pods and ControllerRevisions)."""
+    ref = controller_ref(obj)
+    uid = ref.get("uid") if ref is not None else None
+    return [uid] if isinstance(uid, str) and uid else []
+
+
+@dataclass
+class ReplaceResult:
+    """What a :meth:`Store.replace` changed, for delivering handler calls."""
+
+    added: list[Obj] = field(default_factory=list)
+    updated: list[tuple[Obj, Obj]] = field(default_factory=list)
+    deleted: list[Obj] = field(default_factory=list)
+
+
+def _rv(obj: Mapping[str, Any]) -> Any:
+    meta = obj.get("metadata")
+    return meta.get("resourceVersion") if isinstance(meta, Mapping) else None
+
+
+class Store:
+    """Indexed object cache; see the module docstring for the sharing contract.
+
+    ``transform`` (a projection) is applied to every object before it is stored; it must return
+    a new dict or the one it was given, and must keep ``metadata.name``/``namespace``.
+    """
+
+    def __init__(
+        self,
+        *,
+        indexers: Mapping[str, IndexFunc] | None = None,
+        transform: Transform | None = None,
+    ) -> None:
+        self._items: dict[str, Obj] = {}
+        self._indexers: dict[str, IndexFunc] = dict(indexers or {})
+        self._indexes: dict[str, dict[str, set[str]]] = {n: {} for n in self._indexers}
+        self._transform = transform
+        self.resource_version: str = ""
+        """The resourceVersion the store is known to be current at (list RV, then event RVs)."""
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def get(self, key: str) -> Obj | None:
+        """The object stored under ``key``, or None. Do not mutate it."""
+        return self._items.get(key)
+
+    def get_by_name(self, name: str, *, namespace: str | None = None) -> Obj | None:
+        """The object with this name (and namespace, for namespaced kinds)."""
+        return self._items.get(f"{namespace}/{name}" if namespace else name)
+
+    def list(self) -> Objs:
+        """All objects (a new list of the shared objects)."""
+        return list(self._items.values())
+
+    def keys(self) -> Keys:
+        """All keys."""
+        return list(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def __iter__(self) -> Iterator[Obj]:
+        return iter(list(self._items.values()))
+
+    def index_names(self) -> Keys:
+        """Names of the configured indexes."""
+        return list(self._indexers)
+
+    def by_index(self, index: str, value: str) -> Objs:
+        """Objects filed under ``value`` in ``index``. Raises KeyError for an unknown index."""
+        keys = self._index(index).get(value)
+        if not keys:
+            return []
+        items = self._items
+        return [items[k] for k in keys]
+
+    def index_keys(self, index: str, value: str) -> Keys:
+        """Keys of the objects filed under ``value`` in ``index``."""
+        return list(self._index(index).get(value, ()))
+
+    def index_values(self, index: str) -> Keys:
+        """Every value that currently has at least one object in ``index``."""
+        return list(self._index(index))
+
+    def _index(self, index: str) -> dict[str, set[str]]:
+        try:
+            return self._indexes[index]
+        except KeyError:
+            raise KeyError(f"no index named {index!r}") from None
+
+    # -- writes (the reflector's) --------------------------------------------------------
+
+    def prepare(self, obj: Obj) -> Obj:
+        """Apply the store's transform (projection) to an incoming object."""
+        return self._transform(obj) if self._transform is not None else obj
+
+    def upsert(self, obj: Obj, *, prepared: bool = False) -> tuple[Obj | None, Obj]:
+        """Store ``obj`` (transformed unless ``prepared``); return ``(old, stored)``."""
+        new = obj if prepared else self.prepare(obj)
+        key = object_key(new)
+        old = self._items.get(key)
+        self._items[key] = new
+        if old is not None:
+            self._unindex(key, old)
+        self._index_obj(key, new)
+        return old, new
+
+    def delete(self, key: str) -> Obj | None:
+        """Remove ``key``; return the object that was stored, or None."""
+        old = self._items.pop(key, None)
+        if old is not None:
+            self._unindex(key, old)
+        return old
+
+    def replace(
+        self, objects: Iterable[Obj], resource_version: str, *, prepared: bool = False
+    ) -> ReplaceResult:
+        """Make the store hold exactly ``objects``; report additions, changes and deletions.
+
+        An object counts as updated when its resourceVersion differs from the cached one.
+        """
+        result = ReplaceResult()
+        seen: set[str] = set()
+        for obj in objects:
+            new = obj if prepared else self.prepare(obj)
+            key = object_key(new)
+            seen.add(key)
+            old = self._items.get(key)
+            if old is None:
+                self._items[key] = new
+                self._index_obj(key, new)
+                result.added.append(new)
+            elif _rv(old) != _rv(new) or _rv(new) is None:
+                self._items[key] = new
+                self._unindex(key, old)
+                self._index_obj(key, new)
+                result.updated.append((old, new))
+        for key in [k for k in self._items if k not in seen]:
+            old = self._items.pop(key)
+            self._unindex(key, old)
+            result.deleted.append(old)
+        self.resource_version = resource_version
+        return result
+
+    def _index_obj(self, key: str, obj: Obj) -> None:
+        for name, func in self._indexers.items():
+            index = self._indexes[name]
+            for value in func(obj):
+                bucket = index.get(value)
+                if bucket is None:
+                    index[value] = {key}
+                else:
+                    bucket.add(key)
+
+    def _unindex(self, key: str, obj: Obj) -> None:
+        for name, func in self._indexers.items():
+            index = self._indexes[name]
+            for value in func(obj):
+                bucket = index.get(value)
+                if bucket is not None:
+                    bucket.discard(key)
+                    if not bucket:
+                        del index[value]
+
+
+class ReadOnlyStore:
+    """A read-only view of a :class:`Store` (what informers hand out as listers).
+
+    The objects it returns are the shared cached objects: do not mutate them.
+    """
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def get(self, key: str) -> Obj | None:
+        """The object under ``key`` (``ns/name`` or ``name``), or None."""
+        return self._store.get(key)
+
+    def get_by_name(self, name: str, *, namespace: str | None = None) -> Obj | None:
+        """The object with this name (and namespace), or None."""
+        return self._store.get_by_name(name, namespace=namespace)
+
+    def list(self) -> Objs:
+        """All cached objects."""
+        return self._store.list()
+
+    def keys(self) -> Keys:
+        """All keys."""
+        return self._store.keys()
+
+    def by_index(self, index: str, value: str) -> Objs:
+        """Objects filed under ``value`` in ``index``."""
+        return self._store.by_index(index, value)
+
+    def index_keys(self, index: str, value: str) -> Keys:
+        """Keys filed under ``value`` in ``index``."""
+        return self._store.index_keys(index, value)
+
+    def index_values(self, index: str) -> Keys:
+        """Values present in ``index``."""
+        return self._store.index_values(index)
+
+    @property
+    def resource_version(self) -> str:
+        """The resourceVersion the cache is current at."""
+        return self._store.resource_version
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._store
