@@ -1,0 +1,110 @@
+"""The DaemonSet domain: pure decisions over cached objects.
+
+Everything here is pure: plain JSON dicts and an explicit ``now`` in,
+frozen values out, no I/O, no awaits, no clock reads. Objects may be informer projections
+with fields missing; a malformed field is treated as absent, never raised on.
+
+One sync of one DaemonSet runs these steps in this order (``dsctl.controller.controller``
+applies them; it is the only place that turns these decisions into API calls):
+
+1. Read the DaemonSet from the cache. Missing: drop its expectations (and backoff) and stop.
+2. Empty selector: ``SelectingAll`` warning, touch nothing. Being deleted: stop, no status.
+   Unreconcilable spec (``validation.validate_daemonset``): Warning events and the
+   ``Invalid`` condition (``conditions``), touch nothing else.
+3. Claim pods (``ownership.claim``: adopt orphans after a live UID check, release strays),
+   group them (``podsort.group_by_node``), and compute history (``history``) to get the
+   current revision hash.
+4. Expectations unsatisfied (``expectations.Expectations.satisfied``): write status only,
+   without raising ``observedGeneration``.
+5. Otherwise ``manage.plan_manage``; if that plan issues no pod writes, the rolling update
+   (``update``) for the RollingUpdate strategy; then history cleanup. Each pod-writing plan
+   is sent with expectations set first, capped by ``manage.cap_burst``, creates in
+   ``manage.slow_start_batches``, then deletes.
+6. ``status.compute_status``; write it (``status.status_with``) only if
+   ``status.status_changed``; requeue after the soonest of the plans' ``requeue_after``
+   and ``status.availability_requeue``.
+
+Public surface of the modules owned here (the rolling update and history planners live in
+``update``, ``history`` and ``hashing``):
+
+- ``access``: the defensive field readers every planner goes through.
+- ``plan``: ``Plan``, ``PodRef``, ``Event``, ``Status``, ``merge_plans``, ``soonest``.
+- ``eligibility``: ``node_should_run(ds, node) -> Fit``, ``Eligibility.of(ds).check(node)``,
+  ``evaluate_nodes(ds, nodes)``, ``verdicts(ds, nodes, fits)``, ``eligibility_signature(node)``.
+- ``tolerations``: ``daemon_tolerations``, ``with_daemon_tolerations``.
+- ``template``: ``new_pod(ds, node, *, hash, direct_binding)``, ``target_node(pod)``,
+  ``is_pod_updated``, ``owner_reference``, ``HASH_LABEL``, ``GENERATION_LABEL``.
+- ``podsort``: ``sort_pods``, ``oldest``, ``group_by_node``.
+- ``ownership``: ``claim``, ``adopt_patch``, ``release_patch``.
+- ``backoff``: ``FailedPodBackoff``, ``backoff_key``.
+- ``expectations``: ``Expectations``.
+- ``manage``: ``plan_manage``, ``slow_start_batches``, ``cap_burst``, ``BURST_REPLICAS``.
+- ``status``: ``compute_status``, ``status_changed``, ``status_with``, ``availability_requeue``.
+- ``validation``: ``validate_daemonset``; ``conditions``: ``set_condition``, ``without_condition``.
+"""
+
+from dsctl.daemonset.backoff import FailedPodBackoff, backoff_key
+from dsctl.daemonset.eligibility import (
+    Eligibility,
+    Fit,
+    eligibility_signature,
+    evaluate_nodes,
+    node_should_run,
+)
+from dsctl.daemonset.expectations import Expectations
+from dsctl.daemonset.manage import BURST_REPLICAS, allows_surge, cap_burst, plan_manage, slow_start_batches
+from dsctl.daemonset.ownership import Claim, adopt_patch, claim, release_patch
+from dsctl.daemonset.plan import Event, Plan, PodRef, Status, merge_plans
+from dsctl.daemonset.podsort import group_by_node, oldest, sort_pods
+from dsctl.daemonset.status import availability_requeue, compute_status, status_changed, status_with
+from dsctl.daemonset.template import (
+    GENERATION_LABEL,
+    HASH_LABEL,
+    TemplateError,
+    is_pod_updated,
+    new_pod,
+    owner_reference,
+    target_node,
+)
+from dsctl.daemonset.tolerations import daemon_tolerations, with_daemon_tolerations
+
+__all__ = [
+    "BURST_REPLICAS",
+    "GENERATION_LABEL",
+    "HASH_LABEL",
+    "Claim",
+    "Eligibility",
+    "Event",
+    "Expectations",
+    "FailedPodBackoff",
+    "Fit",
+    "Plan",
+    "PodRef",
+    "Status",
+    "TemplateError",
+    "adopt_patch",
+    "allows_surge",
+    "availability_requeue",
+    "backoff_key",
+    "cap_burst",
+    "claim",
+    "compute_status",
+    "daemon_tolerations",
+    "eligibility_signature",
+    "evaluate_nodes",
+    "group_by_node",
+    "is_pod_updated",
+    "merge_plans",
+    "new_pod",
+    "node_should_run",
+    "oldest",
+    "owner_reference",
+    "plan_manage",
+    "release_patch",
+    "slow_start_batches",
+    "sort_pods",
+    "status_changed",
+    "status_with",
+    "target_node",
+    "with_daemon_tolerations",
+]

@@ -1,0 +1,50 @@
+"""DaemonSet status conditions that dsctl maintains.
+
+``apps/v1`` defines ``status.conditions`` but kube's controller sets none. dsctl sets
+``Invalid`` while the spec cannot be reconciled (see ``validation``), so ``kubectl describe``
+and alerting on ``.status.conditions`` show why nothing happens. Conditions are replaced by
+type; ``lastTransitionTime`` changes only when ``status`` flips.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dsctl.api.timefmt import format_rfc3339
+from dsctl.daemonset.access import as_list, as_map
+
+__all__ = ["INVALID", "set_condition", "without_condition"]
+
+INVALID = "Invalid"
+
+
+def set_condition(
+    status: Mapping[str, Any] | None, cond_type: str, *, reason: str, message: str, now: float
+) -> dict[str, Any]:
+    """``status`` with condition ``cond_type`` set to True; other conditions untouched."""
+    result = dict(as_map(status))
+    kept: list[Any] = []
+    transition = format_rfc3339(now)
+    for condition in as_list(result.get("conditions")):
+        current = as_map(condition)
+        if current.get("type") == cond_type:
+            if current.get("status") == "True":
+                transition = str(current.get("lastTransitionTime") or transition)
+            continue
+        kept.append(condition)
+    kept.append({"type": cond_type, "status": "True", "reason": reason, "message": message,
+                 "lastTransitionTime": transition})
+    result["conditions"] = kept
+    return result
+
+
+def without_condition(status: Mapping[str, Any] | None, cond_type: str) -> dict[str, Any]:
+    """``status`` without condition ``cond_type`` (and without an emptied ``conditions`` list)."""
+    result = dict(as_map(status))
+    kept = [c for c in as_list(result.get("conditions")) if as_map(c).get("type") != cond_type]
+    if kept:
+        result["conditions"] = kept
+    else:
+        result.pop("conditions", None)
+    return result

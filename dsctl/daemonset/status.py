@@ -1,0 +1,107 @@
+"""DaemonSet status: the seven counters, and whether they are worth a write.
+
+Counted per node in the node list (pods on nodes the cache does not know are not counted),
+looking only at the node's first pod in ``podsort`` order:
+
+- should run: ``desiredNumberScheduled``; with a pod, also ``currentNumberScheduled``, and
+  by that one pod ``numberReady``, ``numberAvailable`` (Ready for ``minReadySeconds``) and
+  ``updatedNumberScheduled`` (current hash, or current ``pod-template-generation``);
+- should not run but has a pod: ``numberMisscheduled``. This includes pods kept because an
+  untolerated taint is only ``NoSchedule``.
+
+``numberUnavailable`` is desired minus available. ``observedGeneration`` is the caller's:
+it is raised only by a sync that was allowed to act on the current generation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from dsctl.api.pods import is_pod_available, is_pod_ready
+from dsctl.daemonset.access import as_int, as_map, is_map, min_ready_seconds
+from dsctl.daemonset.eligibility import Fit, verdicts
+from dsctl.daemonset.plan import STATUS_FIELDS, Status
+from dsctl.daemonset.podsort import oldest
+from dsctl.daemonset.template import is_pod_updated, template_generation
+
+__all__ = ["availability_requeue", "compute_status", "status_changed", "status_with"]
+
+
+def compute_status(
+    *,
+    ds: Mapping[str, Any],
+    nodes: Iterable[Any],
+    pods_by_node: Mapping[str, Sequence[Any]],
+    hash: str,
+    now: float,
+    fits: Mapping[str, Fit] | None = None,
+) -> Status:
+    """The counters for ``ds`` given the cache's nodes and the claimed pods grouped by node."""
+    min_ready = min_ready_seconds(ds)
+    generation = template_generation(ds)
+    desired = current = misscheduled = ready = available = updated = 0
+    for node_name, fit in verdicts(ds, nodes, fits):
+        pods = [p for p in pods_by_node.get(node_name, ()) if is_map(p)]
+        if not fit.should_run:
+            if pods:
+                misscheduled += 1
+            continue
+        desired += 1
+        pod = oldest(pods)
+        if pod is None:
+            continue
+        current += 1
+        if is_pod_ready(pod):
+            ready += 1
+            # Without minReadySeconds, Ready is available: skip a second condition lookup.
+            if not min_ready or is_pod_available(pod, min_ready, now):
+                available += 1
+        if is_pod_updated(pod, hash, generation):
+            updated += 1
+    return Status(
+        desired_number_scheduled=desired,
+        current_number_scheduled=current,
+        number_misscheduled=misscheduled,
+        number_ready=ready,
+        number_available=available,
+        number_unavailable=desired - available,
+        updated_number_scheduled=updated,
+    )
+
+
+def status_changed(old_status: Mapping[str, Any] | None, new: Status, *, generation: int) -> bool:
+    """Whether a write is needed: any counter differs, or ``observedGeneration < generation``."""
+    old = as_map(old_status)
+    if Status.from_fields(old) != new:
+        return True
+    return as_int(old.get("observedGeneration")) < generation
+
+
+def status_with(
+    old_status: Mapping[str, Any] | None, new: Status, *, observed_generation: int | None
+) -> dict[str, Any]:
+    """The status to write: ``old_status`` (collisionCount, conditions...) with the new counters.
+
+    ``observed_generation`` None keeps the old value (a sync that only wrote status because
+    its expectations were pending must not claim to have seen the new generation).
+    """
+    result = dict(as_map(old_status))
+    for api_name in STATUS_FIELDS.values():
+        result.pop(api_name, None)
+    result.update(new.as_fields())
+    if observed_generation is not None:
+        result["observedGeneration"] = observed_generation
+    return result
+
+
+def availability_requeue(ds: Mapping[str, Any], status: Status) -> float | None:
+    """Seconds after which to sync again because Ready pods are waiting out ``minReadySeconds``.
+
+    A last line of defence (the pod handler also requeues on the Ready transition): without
+    it a pod that becomes available with no further event would never be counted.
+    """
+    min_ready = min_ready_seconds(ds)
+    if min_ready > 0 and status.number_ready != status.number_available:
+        return float(min_ready)
+    return None

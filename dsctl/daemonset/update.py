@@ -1,0 +1,311 @@
+"""RollingUpdate planning: which old pods to delete and where to surge new ones, within budget.
+
+The rolling update runs after manage, over the same cached pods, and only for the
+``RollingUpdate`` strategy (``OnDelete`` replaces nothing: manage recreates a pod only after the
+user deletes it, and the replacement carries the new hash). It never creates a pod on a node
+that has none and never handles failed pods: that is manage's job. Its only levers are
+deleting old pods (no surge) or creating a second, new pod beside an old one (surge).
+
+Budgets follow upstream: ``maxUnavailable`` and ``maxSurge`` are ints or percentages of the
+desired node count, rounded up; both 0 means ``maxUnavailable = 1``. When ``maxSurge > 0`` the
+surge path is taken and ``maxUnavailable`` plays no part in it.
+
+Nodes are visited in name order (upstream uses Go's random map order), so plans are
+deterministic and table tests can pin exact pods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from dsctl.api.intstr import IntStrError, scaled_value
+from dsctl.api.pods import is_pod_available, is_pod_ready, pod_ready_condition
+from dsctl.api.timefmt import parse_rfc3339
+from dsctl.daemonset.access import as_map, deletion_timestamp, min_ready_seconds, update_strategy
+from dsctl.daemonset.plan import Plan, PodRef, soonest
+from dsctl.daemonset.template import is_pod_updated, template_generation
+
+__all__ = [
+    "AVAILABILITY_REQUEUE_MARGIN",
+    "InvalidRollout",
+    "NodePods",
+    "RolloutLimits",
+    "find_updated_pods_on_node",
+    "is_pod_updated",
+    "max_surge",
+    "max_unavailable",
+    "plan_rolling_update",
+    "update_strategy_type",
+    "updated_desired_node_counts",
+]
+
+AVAILABILITY_REQUEUE_MARGIN = 1.0
+"""Seconds added to a minReadySeconds wait: availability needs *strictly* more than
+minReadySeconds, and timers may fire a little early, so waking exactly on time would find the
+pod still unavailable and requeue with a zero delay. One second, as upstream's pod handler and
+our manage planner use."""
+
+_ROLLING = "RollingUpdate"
+_ON_DELETE = "OnDelete"
+_FIELD = "spec.updateStrategy"
+
+Obj = Mapping[str, Any]
+
+
+class InvalidRollout(ValueError):
+    """The DaemonSet's update strategy cannot be planned; ``field`` names the offending path."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class RolloutLimits(NamedTuple):
+    """Absolute budgets for one rolling-update pass."""
+
+    max_surge: int
+    max_unavailable: int
+    desired: int
+
+
+class NodePods(NamedTuple):
+    """A node's non-terminating pods split by template; ``ok`` is False when either side has 2+."""
+
+    new: Obj | None
+    old: Obj | None
+    ok: bool
+
+
+def update_strategy_type(ds: Obj) -> str:
+    """``RollingUpdate`` or ``OnDelete``; unset means the API default, RollingUpdate."""
+    kind = update_strategy(ds).get("type")
+    if kind in (None, ""):
+        return _ROLLING
+    if kind not in (_ROLLING, _ON_DELETE):
+        raise InvalidRollout(f"{_FIELD}.type", f"unsupported value {kind!r}: must be RollingUpdate or OnDelete")
+    return str(kind)
+
+
+def _scaled(ds: Obj, key: str, desired: int) -> int:
+    if update_strategy_type(ds) != _ROLLING:
+        return 0
+    value = as_map(update_strategy(ds).get("rollingUpdate")).get(key)
+    try:
+        return scaled_value(value, desired, round_up=True)
+    except IntStrError as exc:
+        raise InvalidRollout(f"{_FIELD}.rollingUpdate.{key}", str(exc)) from exc
+
+
+def max_surge(ds: Obj, desired: int) -> int:
+    """``maxSurge`` against ``desired`` nodes (percent rounded up); 0 unless RollingUpdate."""
+    return _scaled(ds, "maxSurge", desired)
+
+
+def max_unavailable(ds: Obj, desired: int) -> int:
+    """``maxUnavailable`` against ``desired`` nodes (percent rounded up), before the 0/0 rule."""
+    return _scaled(ds, "maxUnavailable", desired)
+
+
+def updated_desired_node_counts(ds: Obj, nodes_should_run: Collection[str]) -> RolloutLimits:
+    """The budgets for this pass: desired = nodes where the pod should run.
+
+    If both budgets come out 0 with something desired, ``maxUnavailable`` becomes 1 so the
+    rollout can progress (the API rejects 0/0, but a stale or hand-made object may carry it).
+    Raises ``InvalidRollout`` on malformed values.
+    """
+    desired = len(nodes_should_run)
+    surge = max_surge(ds, desired)
+    unavailable = max_unavailable(ds, desired)
+    if desired > 0 and surge == 0 and unavailable == 0:
+        unavailable = 1
+    return RolloutLimits(max_surge=surge, max_unavailable=unavailable, desired=desired)
+
+
+def find_updated_pods_on_node(pods: Sequence[Obj], template_hash: str, generation: int | None) -> NodePods:
+    """At most one new and one old pod among the node's pods that are not terminating.
+
+    More than one of either kind gives ``ok=False``: manage prunes duplicates first, and the
+    rolling update leaves such a node alone until it has.
+    """
+    new: Obj | None = None
+    old: Obj | None = None
+    for pod in pods:
+        if deletion_timestamp(pod):
+            continue
+        if is_pod_updated(pod, template_hash, generation):
+            if new is not None:
+                return NodePods(None, None, False)
+            new = pod
+        else:
+            if old is not None:
+                return NodePods(None, None, False)
+            old = pod
+    return NodePods(new, old, True)
+
+
+def _availability_wait(pod: Obj, min_ready: int, now: float) -> float | None:
+    """Seconds until a Ready but not yet available pod counts as available; None if not Ready."""
+    if min_ready <= 0 or not is_pod_ready(pod):
+        return None
+    condition = pod_ready_condition(pod) or {}
+    try:
+        since = parse_rfc3339(str(condition.get("lastTransitionTime") or ""))
+    except ValueError:
+        return None  # availability can never be established for it; a requeue would spin
+    # A transition time in the future (clock skew) must not postpone us past one full wait.
+    wait = min(max(since + min_ready - now, 0.0), min_ready)
+    return wait + AVAILABILITY_REQUEUE_MARGIN
+
+
+@dataclass(slots=True)
+class _Pass:
+    """Shared inputs of one rolling-update pass and the requeue it accumulates."""
+
+    min_ready: int
+    now: float
+    requeue: float | None = None
+
+    def available(self, pod: Obj) -> bool:
+        """Whether ``pod`` is available now; if it is only Ready, note when to look again."""
+        if is_pod_available(pod, self.min_ready, self.now):
+            return True
+        wait = _availability_wait(pod, self.min_ready, self.now)
+        if wait is not None:
+            self.requeue = soonest(self.requeue, wait)
+        return False
+
+
+def plan_rolling_update(
+    *,
+    ds: Obj,
+    nodes_should_run: Collection[str],
+    pods_by_node: Mapping[str, Sequence[Obj]],
+    hash: str,
+    now: float,
+) -> Plan:
+    """Plan one rolling-update pass: old pods to delete and nodes to surge onto.
+
+    ``nodes_should_run`` are the existing nodes where the pod should run (``should_run``);
+    ``pods_by_node`` maps target node names to the DaemonSet's pods there (terminal pods that
+    are already being deleted may be left out, as upstream does). Nodes absent from
+    ``nodes_should_run``, including nodes that no longer exist, count as should-not-run.
+    ``hash`` is the current revision's hash (``HistoryPlan.hash``).
+
+    ``requeue_after`` is set when some pod is Ready but not yet available for minReadySeconds:
+    it is the time until the first of them becomes available. OnDelete yields an empty plan.
+    Raises ``InvalidRollout`` for a malformed strategy.
+    """
+    if update_strategy_type(ds) != _ROLLING:
+        return Plan()
+    limits = updated_desired_node_counts(ds, nodes_should_run)
+    generation = template_generation(ds)
+    if not _has_old_pods(pods_by_node, hash, generation):
+        # Nothing to roll: both paths only ever act on nodes that hold an old pod. This is the
+        # steady state, and skipping the per-node pass here halves the cost of a no-op sync.
+        return Plan()
+    view = {node: list(pods_by_node.get(node, ())) for node in {*pods_by_node, *nodes_should_run}}
+    nodes = [(name, find_updated_pods_on_node(view[name], hash, generation)) for name in sorted(view)]
+    state = _Pass(min_ready=min_ready_seconds(ds), now=now)
+    if limits.max_surge == 0:
+        deletes: list[PodRef] = _no_surge(nodes, limits, state)
+        creates: list[str] = []
+    else:
+        creates, deletes = _surge(nodes, limits, state, set(nodes_should_run))
+    return Plan(creates=tuple(creates), deletes=tuple(deletes), requeue_after=state.requeue)
+
+
+def _has_old_pods(pods_by_node: Mapping[str, Sequence[Obj]], template_hash: str, generation: int | None) -> bool:
+    """Whether any live (not terminating) pod is of another revision."""
+    for pods in pods_by_node.values():
+        for pod in pods:
+            if not deletion_timestamp(pod) and not is_pod_updated(pod, template_hash, generation):
+                return True
+    return False
+
+
+def _no_surge(nodes: list[tuple[str, NodePods]], limits: RolloutLimits, state: _Pass) -> list[PodRef]:
+    # Assumptions:
+    # - manage keeps at most one pod per node, recreates a pod on every node left empty (with
+    #   the new template) and deals with failed pods; this pass only deletes.
+    # - Terminating pods are invisible here: a node whose only pod is terminating looks empty,
+    #   and an empty node counts as unavailable (it has no available pod right now).
+    # Invariants:
+    # - Nodes without an available pod never exceed maxUnavailable because of this pass: at
+    #   most maxUnavailable - numUnavailable available old pods are deleted (none if negative).
+    # - An old pod that is already unavailable is always replaced: deleting it costs nothing.
+    # - A node with an excess of pods (ok=False) or with both an old and a new pod is left to
+    #   manage and counted as unavailable.
+    unavailable = 0
+    replace: list[PodRef] = []
+    candidates: list[PodRef] = []
+    for node, found in nodes:
+        new, old = found.new, found.old
+        if not found.ok or (new is None) == (old is None):
+            unavailable += 1
+        elif new is not None:
+            if not state.available(new):
+                unavailable += 1
+        elif old is not None:
+            if not state.available(old):
+                replace.append(PodRef.of(old, node=node))
+                unavailable += 1
+            elif unavailable < limits.max_unavailable:
+                candidates.append(PodRef.of(old, node=node))
+    budget = max(0, min(limits.max_unavailable - unavailable, len(candidates)))
+    return replace + candidates[:budget]
+
+
+def _surge(
+    nodes: list[tuple[str, NodePods]], limits: RolloutLimits, state: _Pass, should_run: set[str]
+) -> tuple[list[str], list[PodRef]]:
+    # Assumptions:
+    # - manage keeps at most two pods per node (one old, one new), creates a pod on an empty
+    #   node, deals with failed pods, and itself deletes an old pod once its new neighbour is
+    #   available; deleting it here too is harmless (same pod, deduplicated by the executor).
+    # - Terminating pods are invisible here, as in the no-surge path.
+    # Invariants:
+    # - An eligible node whose old pod is unavailable gets its new pod at once, outside the
+    #   maxSurge budget: nothing is lost by it.
+    # - No more than maxSurge nodes wait for a new pod beside an available old one.
+    # - An old pod goes only when its node's new pod is available.
+    # - Old pods on nodes that lost eligibility go only while more nodes are available than
+    #   desired, so moving the DaemonSet between nodes never drops availability.
+    surging = 0
+    available_nodes = 0
+    deletes: list[PodRef] = []
+    unwanted: list[PodRef] = []
+    allowed: list[str] = []
+    candidates: list[str] = []
+    for node, found in nodes:
+        if not found.ok:
+            surging += 1
+            continue
+        new, old = found.new, found.old
+        # Availability counts the node's old pod when it has one, else its new pod, even on
+        # nodes being retired.
+        counted = old if old is not None else new
+        if counted is not None and state.available(counted):
+            available_nodes += 1
+        if old is None:
+            continue  # nothing to replace; manage creates on an empty node
+        if new is None:
+            if not state.available(old):
+                if node in should_run:
+                    allowed.append(node)
+                else:
+                    deletes.append(PodRef.of(old, node=node))
+            elif node not in should_run:
+                unwanted.append(PodRef.of(old, node=node))
+            elif surging < limits.max_surge:
+                candidates.append(node)
+        elif not state.available(new):
+            surging += 1
+        else:
+            deletes.append(PodRef.of(old, node=node))
+    spare = max(0, min(available_nodes - limits.desired, len(unwanted)))
+    deletes.extend(unwanted[:spare])
+    budget = max(0, min(limits.max_surge - surging, len(candidates)))
+    return allowed + candidates[:budget], deletes
