@@ -1,0 +1,236 @@
+"""Informer event handlers: map every event to DaemonSet keys, and do nothing else.
+
+No API calls and no heavy work happen here. The one judgement made is which DaemonSets a
+node event concerns: a node update that leaves labels, taints and name unchanged (a status
+heartbeat, the overwhelming majority at scale) is dropped after one tuple comparison, and an
+update that changes them enqueues only the DaemonSets whose eligibility actually flips.
+
+Expectations are observed here, because the handlers are where the controller first sees the
+effect of its own writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import structlog
+
+from dsctl.api.labels import SelectorError, selector_from_label_selector
+from dsctl.api.pods import controller_ref, is_pod_ready
+from dsctl.daemonset.access import deletion_timestamp, min_ready_seconds
+from dsctl.daemonset.eligibility import eligibility_signature, node_should_run
+from dsctl.daemonset.expectations import Expectations
+from dsctl.informer import object_key
+
+__all__ = ["Handlers"]
+
+log = structlog.get_logger(__name__)
+
+Obj = Mapping[str, Any]
+
+
+_VOLATILE_META = ("resourceVersion", "managedFields")
+
+
+def _only_status_changed(old: Obj, new: Obj) -> bool:
+    """Whether two versions differ only in ``status`` and bookkeeping metadata."""
+    if old.get("spec") != new.get("spec"):
+        return False
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    keys = (old_meta.keys() | new_meta.keys()) - set(_VOLATILE_META)
+    return all(old_meta.get(k) == new_meta.get(k) for k in keys)
+
+
+class Handlers:
+    """Event handlers for the four informers. ``enqueue`` adds a DaemonSet key to the queue.
+
+    ``daemonsets`` and ``pods_on_node`` are read-only views of the caches: the first lists the
+    DaemonSets in scope, the second returns the pods bound to a node.
+    """
+
+    def __init__(
+        self,
+        *,
+        ds_kind: str,
+        get_daemonset: Callable[[str], Obj | None],
+        list_daemonsets: Callable[[], list[Obj]],
+        pods_on_node: Callable[[str], list[Obj]],
+        expectations: Expectations,
+        enqueue: Callable[[str], None],
+        enqueue_after: Callable[[str, float], None],
+    ) -> None:
+        self._kind = ds_kind
+        self._get_ds = get_daemonset
+        self._list_ds = list_daemonsets
+        self._pods_on_node = pods_on_node
+        self._expectations = expectations
+        self._enqueue = enqueue
+        self._enqueue_after = enqueue_after
+
+    # -- owners -------------------------------------------------------------------------------
+
+    def _owner_key(self, obj: Obj) -> str | None:
+        """The key of the DaemonSet that controls ``obj``, if it exists with that UID."""
+        ref = controller_ref(obj)
+        if ref is None or ref.get("kind") != self._kind:
+            return None
+        namespace = (obj.get("metadata") or {}).get("namespace") or ""
+        key = f"{namespace}/{ref.get('name', '')}"
+        ds = self._get_ds(key)
+        if ds is None or (ds.get("metadata") or {}).get("uid") != ref.get("uid"):
+            return None
+        return key
+
+    def _matching_daemonsets(self, obj: Obj) -> list[str]:
+        """Keys of DaemonSets in the object's namespace whose selector matches its labels."""
+        meta = obj.get("metadata") or {}
+        namespace, labels = meta.get("namespace") or "", meta.get("labels") or {}
+        keys: list[str] = []
+        for ds in self._list_ds():
+            ds_meta = ds.get("metadata") or {}
+            if (ds_meta.get("namespace") or "") != namespace:
+                continue
+            try:
+                selector = selector_from_label_selector((ds.get("spec") or {}).get("selector"))
+            except SelectorError:
+                continue
+            if not selector.empty and selector.matches(labels):
+                keys.append(object_key(ds))
+        if len(keys) > 1:
+            log.warning("multiple_daemonsets_select_object", object=object_key(obj), daemonsets=keys)
+        return keys
+
+    # -- DaemonSets ---------------------------------------------------------------------------
+
+    def on_ds_add(self, ds: Obj) -> None:
+        """A new DaemonSet: sync it."""
+        self._enqueue(object_key(ds))
+
+    def on_ds_update(self, old: Obj, new: Obj) -> None:
+        """A change syncs it, and so does a resync; a status-only change (our own write) does not.
+
+        A UID change (deleted and re-created under the same name) first forgets the old object.
+        """
+        if (old.get("metadata") or {}).get("uid") != (new.get("metadata") or {}).get("uid"):
+            self._expectations.delete(object_key(old))
+        elif old is not new and _only_status_changed(old, new):
+            return
+        self._enqueue(object_key(new))
+
+    def on_ds_delete(self, ds: Obj) -> None:
+        """Forget its expectations; the sync will find it gone and clean up its state."""
+        key = object_key(ds)
+        self._expectations.delete(key)
+        self._enqueue(key)
+
+    # -- pods ---------------------------------------------------------------------------------
+
+    def on_pod_add(self, pod: Obj) -> None:
+        """An owned pod observes one expected creation; an orphan wakes matching DaemonSets."""
+        if deletion_timestamp(pod):
+            self.on_pod_delete(pod)
+            return
+        key = self._owner_key(pod)
+        if key is not None:
+            self._expectations.creation_observed(key)
+            self._enqueue(key)
+            return
+        if controller_ref(pod) is None:
+            for match in self._matching_daemonsets(pod):
+                self._enqueue(match)
+
+    def on_pod_update(self, old: Obj, new: Obj) -> None:
+        """Owner changes, readiness flips and label changes all reach the right DaemonSets."""
+        old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+        if old_meta.get("resourceVersion") == new_meta.get("resourceVersion"):
+            return
+        if deletion_timestamp(new) and not deletion_timestamp(old):
+            self.on_pod_delete(new)
+            return
+        old_ref, new_ref = controller_ref(old), controller_ref(new)
+        if old_ref is not None and old_ref != new_ref:
+            old_key = self._owner_key(old)
+            if old_key is not None:
+                self._enqueue(old_key)
+        key = self._owner_key(new)
+        if key is not None:
+            self._enqueue(key)
+            self._requeue_for_min_ready(key, old, new)
+            return
+        if new_ref is None and (old_meta.get("labels") != new_meta.get("labels") or old_ref != new_ref):
+            for match in self._matching_daemonsets(new):
+                self._enqueue(match)
+
+    def _requeue_for_min_ready(self, key: str, old: Obj, new: Obj) -> None:
+        if is_pod_ready(old) or not is_pod_ready(new):
+            return
+        seconds = min_ready_seconds(self._get_ds(key))
+        if seconds > 0:
+            self._enqueue_after(key, seconds + 1.0)
+
+    def on_pod_delete(self, pod: Obj) -> None:
+        """An owned pod observes one expected deletion; orphans are nobody's business."""
+        key = self._owner_key(pod)
+        if key is None:
+            return
+        self._expectations.deletion_observed(key)
+        self._enqueue(key)
+
+    # -- ControllerRevisions ------------------------------------------------------------------
+
+    def on_revision_add(self, rev: Obj) -> None:
+        """Owned revisions were made by us: nothing to do. Orphans may be adopted."""
+        if deletion_timestamp(rev):
+            self.on_revision_delete(rev)
+            return
+        if controller_ref(rev) is None:
+            for match in self._matching_daemonsets(rev):
+                self._enqueue(match)
+
+    def on_revision_update(self, old: Obj, new: Obj) -> None:
+        """Follow the pod rules: owner changes and orphan label changes."""
+        if (old.get("metadata") or {}).get("resourceVersion") == (new.get("metadata") or {}).get(
+            "resourceVersion"
+        ):
+            return
+        for obj in (old, new):
+            key = self._owner_key(obj)
+            if key is not None:
+                self._enqueue(key)
+        if controller_ref(new) is None:
+            for match in self._matching_daemonsets(new):
+                self._enqueue(match)
+
+    def on_revision_delete(self, rev: Obj) -> None:
+        """A vanished revision may have been the current one: resync its owner."""
+        key = self._owner_key(rev)
+        if key is not None:
+            self._enqueue(key)
+
+    # -- nodes --------------------------------------------------------------------------------
+
+    def on_node_add(self, node: Obj) -> None:
+        """A node joined: wake every DaemonSet that should run a pod there."""
+        for ds in self._list_ds():
+            should_run, _ = node_should_run(ds, node)
+            if should_run:
+                self._enqueue(object_key(ds))
+
+    def on_node_update(self, old: Obj, new: Obj) -> None:
+        """Heartbeats are dropped cheaply; real changes wake only the DaemonSets that flip."""
+        if eligibility_signature(old) == eligibility_signature(new):
+            return
+        for ds in self._list_ds():
+            if node_should_run(ds, old) != node_should_run(ds, new):
+                self._enqueue(object_key(ds))
+
+    def on_node_delete(self, node: Obj) -> None:
+        """A node left: its DaemonSets' desired counts change, and its pods must go."""
+        name = (node.get("metadata") or {}).get("name") or ""
+        keys = {k for pod in self._pods_on_node(name) if (k := self._owner_key(pod)) is not None}
+        for ds in self._list_ds():
+            if node_should_run(ds, node)[0]:
+                keys.add(object_key(ds))
+        for key in sorted(keys):
+            self._enqueue(key)

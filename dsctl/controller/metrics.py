@@ -1,0 +1,52 @@
+"""Per-DaemonSet status gauges, labelled by namespace and name.
+
+They carry the counters the controller computed on its last sync, which are exactly what it
+wrote (or found already written) to ``.status``. Names follow kube-state-metrics' style under
+the ``dsctl_daemonset_`` prefix; only names and counts are exported, never object contents.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Gauge
+
+from dsctl.daemonset.plan import STATUS_FIELDS, Status
+
+__all__ = ["StatusMetrics"]
+
+_GAUGES = {
+    "desired_number_scheduled": "Nodes that should run the daemon pod.",
+    "current_number_scheduled": "Nodes running at least one daemon pod that should.",
+    "number_misscheduled": "Nodes running the daemon pod that should not.",
+    "number_ready": "Nodes whose oldest daemon pod is Ready.",
+    "number_available": "Nodes whose oldest daemon pod is available (Ready for minReadySeconds).",
+    "number_unavailable": "Nodes that should run the daemon pod and have none available.",
+    "updated_number_scheduled": "Nodes running a daemon pod of the current revision.",
+}
+
+
+class StatusMetrics:
+    """One gauge per status counter; ``observe`` after each sync, ``forget`` on deletion."""
+
+    def __init__(self, registry: CollectorRegistry | None) -> None:
+        self._gauges: dict[str, Gauge] = {}
+        if registry is None:
+            return
+        for attr, doc in _GAUGES.items():
+            assert attr in STATUS_FIELDS
+            self._gauges[attr] = Gauge(f"dsctl_daemonset_status_{attr}", doc, ["namespace", "name"],
+                                       registry=registry)
+
+    def observe(self, key: str, status: Status) -> None:
+        """Record the counters of DaemonSet ``namespace/name``."""
+        namespace, _, name = key.partition("/")
+        for attr, gauge in self._gauges.items():
+            gauge.labels(namespace, name).set(getattr(status, attr))
+
+    def forget(self, key: str) -> None:
+        """Drop the series of a deleted DaemonSet."""
+        namespace, _, name = key.partition("/")
+        for gauge in self._gauges.values():
+            try:
+                gauge.remove(namespace, name)
+            except KeyError:
+                continue

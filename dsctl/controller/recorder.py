@@ -1,0 +1,184 @@
+"""Kubernetes Events for the objects dsctl acts on, written off the sync path.
+
+Syncs call ``record`` and move on: events go to a bounded queue that one owned task drains.
+Repeats of the same (object, type, reason, message) within ``dedup_window`` bump the existing
+Event's ``count`` instead of creating a new object, as kubectl users expect from ``x5 over 2m``.
+A per-object spam filter (a token bucket of ``spam_burst`` events refilling one per
+``spam_refill`` seconds, client-go's defaults) keeps a 5,000-pod rollout from spending the
+API budget on 5,000 ``SuccessfulCreate`` events: past the burst, events for that object are
+dropped and counted.
+When the queue is full an event is dropped and counted, never awaited: events are advice, and
+a slow API must not slow reconciliation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+from prometheus_client import CollectorRegistry, Counter
+
+from dsctl.api.timefmt import format_rfc3339
+from dsctl.kube import errors
+from dsctl.kube.client import KubeClient
+from dsctl.kube.resources import EVENTS
+
+__all__ = ["EventRecorder"]
+
+log = structlog.get_logger(__name__)
+
+COMPONENT = "daemonset-controller"
+
+
+@dataclass
+class _Seen:
+    name: str
+    namespace: str
+    count: int
+    first: str
+    at: float
+
+
+@dataclass
+class EventRecorder:
+    """Owns the event sink task. ``start`` / ``stop``; ``record`` never blocks."""
+
+    client: KubeClient
+    instance: str = field(default_factory=lambda: os.uname().nodename)
+    registry: CollectorRegistry | None = None
+    capacity: int = 1000
+    dedup_window: float = 600.0
+    spam_burst: int = 25
+    spam_refill: float = 300.0
+    wall: Callable[[], float] = time.time
+    _queue: asyncio.Queue[tuple[dict[str, Any], str, str, str]] = field(init=False)
+    _seen: dict[tuple[str, str, str, str], _Seen] = field(default_factory=dict)
+    _tokens: dict[str, tuple[float, float]] = field(default_factory=dict)
+    _task: asyncio.Task[None] | None = None
+    _dropped: Counter | None = None
+    _written: Counter | None = None
+
+    def __post_init__(self) -> None:
+        self._queue = asyncio.Queue(self.capacity)
+        if self.registry is not None:
+            self._dropped = Counter("dsctl_events_dropped_total",
+                                    "Events dropped by the spam filter or because the sink was full.",
+                                    registry=self.registry)
+            self._written = Counter("dsctl_events_written_total", "Events written, by type and reason.",
+                                    ["type", "reason"], registry=self.registry)
+
+    def record(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
+        """Queue an event about ``obj``; drops (and counts) when the sink is full."""
+        meta = obj.get("metadata") or {}
+        ref = {
+            "apiVersion": obj.get("apiVersion", ""),
+            "kind": obj.get("kind", ""),
+            "name": meta.get("name", ""),
+            "namespace": meta.get("namespace", ""),
+            "uid": meta.get("uid", ""),
+            "resourceVersion": meta.get("resourceVersion", ""),
+        }
+        # One line per Warning; Normal events (a SuccessfulCreate per pod) only at debug level,
+        # where 5,000 of them in a cold start cost nobody anything.
+        emit = log.info if event_type == "Warning" else log.debug
+        emit("event", type=event_type, reason=reason, object=f"{ref['namespace']}/{ref['name']}", message=message)
+        if not self._allow(str(ref["uid"] or f"{ref['namespace']}/{ref['name']}")):
+            if self._dropped is not None:
+                self._dropped.inc()
+            return
+        try:
+            self._queue.put_nowait((ref, event_type, reason, message))
+        except asyncio.QueueFull:
+            if self._dropped is not None:
+                self._dropped.inc()
+
+    def _allow(self, object_id: str) -> bool:
+        """Take one token from the object's bucket; False when it is empty."""
+        now = self.wall()
+        tokens, last = self._tokens.get(object_id, (float(self.spam_burst), now))
+        tokens = min(float(self.spam_burst), tokens + (now - last) / self.spam_refill)
+        if tokens < 1.0:
+            self._tokens[object_id] = (tokens, now)
+            return False
+        self._tokens[object_id] = (tokens - 1.0, now)
+        if len(self._tokens) > 10_000:
+            horizon = self.spam_burst * self.spam_refill
+            self._tokens = {k: v for k, v in self._tokens.items() if now - v[1] < horizon}
+        return True
+
+    def start(self) -> None:
+        """Start the sink task."""
+        self._task = asyncio.create_task(self._drain(), name="event-recorder")
+
+    async def stop(self, *, timeout: float = 2.0) -> None:
+        """Flush what can be flushed within ``timeout``, then cancel the sink."""
+        if self._task is None:
+            return
+        try:
+            async with asyncio.timeout(timeout):
+                await self._queue.join()
+        except TimeoutError:
+            log.warning("events_unflushed", pending=self._queue.qsize())
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+        self._task = None
+
+    async def _drain(self) -> None:
+        while True:
+            ref, event_type, reason, message = await self._queue.get()
+            try:
+                await self._write(ref, event_type, reason, message)
+            except errors.ApiError as exc:
+                log.warning("event_write_failed", reason=reason, status=exc.status, error=exc.reason)
+            except Exception:
+                log.exception("event_write_crashed", reason=reason)
+            finally:
+                self._queue.task_done()
+
+    async def _write(self, ref: dict[str, Any], event_type: str, reason: str, message: str) -> None:
+        now_epoch = self.wall()
+        now = format_rfc3339(now_epoch)
+        key = (ref["uid"], event_type, reason, message)
+        seen = self._seen.get(key)
+        namespace = ref["namespace"] or "default"
+        if seen is not None and now_epoch - seen.at < self.dedup_window:
+            seen.count += 1
+            seen.at = now_epoch
+            patch = {"count": seen.count, "lastTimestamp": now}
+            try:
+                await self.client.patch(EVENTS, seen.name, patch, namespace=seen.namespace, patch_type="merge")
+                self._count(event_type, reason)
+                return
+            except errors.NotFound:
+                pass
+        name = f"{ref['name']}.{int(now_epoch * 1e9):x}"
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": namespace},
+            "involvedObject": ref,
+            "reason": reason,
+            "message": message,
+            "type": event_type,
+            "source": {"component": COMPONENT},
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+            "reportingComponent": "dsctl",
+            "reportingInstance": self.instance,
+        }
+        await self.client.create(EVENTS, body, namespace=namespace)
+        self._seen[key] = _Seen(name, namespace, 1, now, now_epoch)
+        if len(self._seen) > 4096:
+            cutoff = now_epoch - self.dedup_window
+            self._seen = {k: v for k, v in self._seen.items() if v.at >= cutoff}
+        self._count(event_type, reason)
+
+    def _count(self, event_type: str, reason: str) -> None:
+        if self._written is not None:
+            self._written.labels(event_type, reason).inc()
