@@ -1,0 +1,158 @@
+"""Settings for ``dsctl run``: one dataclass is the single source of flags, env vars and docs.
+
+Every field carries its help text and default. ``add_arguments`` turns the fields into
+``--kebab-case`` flags, each with a ``DSCTL_SNAKE_CASE`` environment twin that supplies the
+default, and ``settings_table`` renders the README's configuration table from the same data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any
+
+__all__ = ["ConfigError", "Settings", "add_arguments", "settings_from_args", "settings_table"]
+
+RESOURCE_APPS = "apps/v1"
+RESOURCE_CRD = "dsctl.io/v1"
+
+
+class ConfigError(ValueError):
+    """A setting with a value that cannot work; the message names the flag."""
+
+
+def _opt(default: Any, doc: str, *, choices: tuple[str, ...] | None = None) -> Any:
+    return field(default=default, metadata={"doc": doc, "choices": choices})
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything ``dsctl run`` can be told. Defaults are the production defaults."""
+
+    kubeconfig: str = _opt("", "Path to a kubeconfig. Empty: $KUBECONFIG, in-cluster, ~/.kube/config.")
+    context: str = _opt("", "kubeconfig context to use. Empty: the current context.")
+    namespace: str = _opt("", "Watch and manage DaemonSets in this namespace only. Empty: all.")
+    workers: int = _opt(8, "Concurrent sync workers (kube-controller-manager uses 2).")
+    kube_api_qps: float = _opt(100.0, "Client-side request rate limit, requests per second.")
+    kube_api_burst: int = _opt(200, "Client-side burst above the QPS limit.")
+    burst_replicas: int = _opt(250, "Most pod creates or deletes one sync may issue.")
+    metrics_bind_address: str = _opt(":8080", "host:port for /metrics. '0' disables it.")
+    health_probe_bind_address: str = _opt(":8081", "host:port for /healthz and /readyz. '0' disables.")
+    leader_elect: bool = _opt(False, "Run leader election; only the leader writes.")
+    leader_elect_namespace: str = _opt("kube-system", "Namespace of the leader-election Lease.")
+    leader_elect_id: str = _opt("dsctl", "Name of the leader-election Lease.")
+    leader_elect_lease_duration: float = _opt(15.0, "Seconds a standby waits before taking over.")
+    leader_elect_renew_deadline: float = _opt(10.0, "Seconds of failed renewals before the leader stops.")
+    leader_elect_retry_period: float = _opt(2.0, "Seconds between leader-election attempts.")
+    log_format: str = _opt("auto", "Log format: json, console, or auto (console on a TTY).",
+                           choices=("auto", "json", "console"))
+    log_level: str = _opt("info", "Log level.", choices=("debug", "info", "warning", "error"))
+    direct_binding: bool = _opt(False, "Set spec.nodeName on new pods instead of relying on the scheduler.")
+    resource: str = _opt(RESOURCE_APPS, "DaemonSet kind to reconcile: apps/v1, or the CRD dsctl.io/v1.",
+                         choices=(RESOURCE_APPS, RESOURCE_CRD))
+    shutdown_timeout: float = _opt(20.0, "Seconds to let in-flight syncs finish on SIGTERM.")
+    failed_pod_backoff_max: float = _opt(900.0, "Ceiling of the per-node backoff for failed pods, seconds.")
+    stuck_sync_seconds: float = _opt(300.0, "A sync running longer than this fails /healthz.")
+
+    def validate(self) -> Settings:
+        """Return self, or raise ``ConfigError`` naming the first bad setting."""
+        for f in fields(self):
+            choices = f.metadata["choices"]
+            if choices and getattr(self, f.name) not in choices:
+                flag = "--" + f.name.replace("_", "-")
+                raise ConfigError(f"{flag} must be one of {', '.join(choices)}, not {getattr(self, f.name)!r}")
+        if self.workers < 1:
+            raise ConfigError("--workers must be at least 1")
+        if self.kube_api_qps <= 0 or self.kube_api_burst < 1:
+            raise ConfigError("--kube-api-qps must be > 0 and --kube-api-burst >= 1")
+        if self.burst_replicas < 1:
+            raise ConfigError("--burst-replicas must be at least 1")
+        lease, renew, retry = (
+            self.leader_elect_lease_duration,
+            self.leader_elect_renew_deadline,
+            self.leader_elect_retry_period,
+        )
+        if self.leader_elect and not lease > renew > retry > 0:
+            raise ConfigError(
+                "leader election needs lease-duration > renew-deadline > retry-period > 0"
+            )
+        if self.stuck_sync_seconds <= 0:
+            raise ConfigError("--stuck-sync-seconds must be > 0")
+        if self.shutdown_timeout <= 0:
+            raise ConfigError("--shutdown-timeout must be > 0")
+        return self
+
+
+def _env_name(name: str) -> str:
+    return "DSCTL_" + name.upper()
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError("not a boolean (use true or false)")
+
+
+_ENV_ERRORS = "_dsctl_env_errors"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add one flag per setting; an env var ``DSCTL_<NAME>`` overrides the built-in default.
+
+    A malformed env value does not fail here (that would break ``--help`` too): it is kept on
+    the namespace and reported by ``settings_from_args``, unless the flag itself is given.
+    """
+    env_errors: dict[str, str] = {}
+    for f in fields(Settings):
+        flag = "--" + f.name.replace("_", "-")
+        default = f.default if f.default is not MISSING else None
+        env_name = _env_name(f.name)
+        env = os.environ.get(env_name)
+        help_text = f"{f.metadata['doc']} [env {env_name}]"
+        choices = f.metadata["choices"]
+        if env is not None:
+            try:
+                default = _parse_bool(env) if f.type in (bool, "bool") else _KINDS.get(str(f.type), str)(env)
+            except ValueError as exc:
+                env_errors[f.name] = f"{env_name}={env!r}: {exc}"
+            else:
+                if choices and default not in choices:
+                    env_errors[f.name] = f"{env_name}={env!r}: must be one of {', '.join(choices)}"
+        if f.type in (bool, "bool"):
+            parser.add_argument(flag, dest=f.name, default=default, help=help_text,
+                                action=argparse.BooleanOptionalAction)
+            continue
+        parser.add_argument(flag, dest=f.name, type=_KINDS.get(str(f.type), str), default=default,
+                            help=help_text, choices=choices, metavar=f.name.upper())
+    parser.set_defaults(**{_ENV_ERRORS: env_errors})
+
+
+_KINDS: dict[str, Any] = {"int": int, "float": float}
+
+
+def settings_from_args(args: argparse.Namespace, argv: Sequence[str] = ()) -> Settings:
+    """Build validated settings from parsed arguments; raises ``ConfigError`` naming the setting.
+
+    ``argv`` lets a bad env value be ignored when its flag was given explicitly.
+    """
+    for name, message in getattr(args, _ENV_ERRORS, {}).items():
+        flag = "--" + name.replace("_", "-")
+        if not any(a == flag or a.startswith(flag + "=") for a in argv):
+            raise ConfigError(message)
+    values = {f.name: getattr(args, f.name) for f in fields(Settings)}
+    return Settings(**values).validate()
+
+
+def settings_table() -> str:
+    """The README configuration table, rendered from the dataclass."""
+    lines = ["| flag | env | default | meaning |", "|---|---|---|---|"]
+    for f in fields(Settings):
+        flag = "--" + f.name.replace("_", "-")
+        env, doc = _env_name(f.name), f.metadata["doc"]
+        lines.append(f"| `{flag}` | `{env}` | `{f.default!r}` | {doc} |")
+    return "\n".join(lines)

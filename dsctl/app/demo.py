@@ -1,0 +1,253 @@
+"""``dsctl sim``: the main job on a fresh machine.
+
+It starts a simulated cluster (``dsctl sim serve``, as a child process: the controller never
+imports the simulator), runs the real controller against it over HTTP, applies an example
+DaemonSet, and prints progress until Ctrl-C: one line per DaemonSet whenever its counts change,
+and one line per node event (join, leave, readiness). ``--until-converged`` exits 0 as soon as
+every DaemonSet is fully rolled out, which makes the same command usable from scripts and CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dsctl.app.config import Settings
+from dsctl.app.logging import configure_logging
+from dsctl.kube import errors
+from dsctl.kube.client import KubeClient
+from dsctl.kube.resources import (
+    CONTROLLER_REVISIONS,
+    DAEMONSETS,
+    NAMESPACES,
+    NODES,
+    PODS,
+    Resource,
+    crd_daemonsets,
+)
+
+__all__ = ["add_arguments", "main", "rolled_out"]
+
+DEFAULT_EXAMPLE = Path(__file__).resolve().parents[2] / "manifests" / "examples" / "nginx-ds.yaml"
+
+
+_KNOWN: dict[tuple[str, str], Resource] = {
+    (r.api_version, r.kind): r for r in (DAEMONSETS, CONTROLLER_REVISIONS, NAMESPACES, NODES, PODS, crd_daemonsets())
+}
+
+
+def resource_for(api_version: str, kind: str) -> Resource:
+    """The resource of a manifest document; only the kinds the examples use are known."""
+    try:
+        return _KNOWN[(api_version, kind)]
+    except KeyError:
+        raise ValueError(f"dsctl sim cannot apply {api_version} {kind}; use kubectl for it") from None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``dsctl sim`` (the main job); ``dsctl sim serve`` has its own."""
+    parser.add_argument("--nodes", type=int, default=20, help="nodes in the simulated cluster (default 20)")
+    parser.add_argument("--example", type=Path, default=DEFAULT_EXAMPLE,
+                        help="manifest to apply once the controller runs (default: the nginx example)")
+    parser.add_argument("--until-converged", action="store_true",
+                        help="exit 0 once every DaemonSet is fully rolled out")
+    parser.add_argument("--timeout", type=float, default=0.0,
+                        help="with --until-converged: give up (exit 1) after this many seconds; 0 = never")
+    parser.add_argument("--pod-startup-seconds", type=float, default=1.0,
+                        help="simulated delay from pod creation to Ready (default 1.0)")
+    parser.add_argument("--workers", type=int, default=Settings.workers, help="controller workers")
+    parser.add_argument("--log-level", default="warning", help="controller log level (default warning)")
+
+
+def rolled_out(ds: Mapping[str, Any]) -> bool:
+    """True when the DaemonSet's status says its current template runs everywhere, available."""
+    meta, status = ds.get("metadata") or {}, ds.get("status") or {}
+    desired = status.get("desiredNumberScheduled", -1)
+    return bool(
+        status.get("observedGeneration", 0) >= meta.get("generation", 1)
+        and desired >= 0
+        and status.get("currentNumberScheduled") == desired
+        and status.get("updatedNumberScheduled", 0) == desired
+        and status.get("numberAvailable", 0) == desired
+        and status.get("numberMisscheduled", 0) == 0
+    )
+
+
+def _die_with_parent() -> None:
+    """In the child: ask Linux for SIGTERM when this process dies, so a killed ``dsctl sim``
+    never leaves its simulator running. Elsewhere it does nothing."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+@contextlib.asynccontextmanager
+async def simulated_cluster(*, nodes: int, pod_startup: float, workdir: Path) -> AsyncIterator[tuple[str, Path]]:
+    """Run ``dsctl sim serve`` as a child process; yields (url, kubeconfig path)."""
+    kubeconfig = workdir / "kubeconfig"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "dsctl.sim", "serve", "--port", "0", "--nodes", str(nodes),
+        "--kubeconfig", str(kubeconfig), "--pod-startup-seconds", str(pod_startup),
+        stdout=asyncio.subprocess.PIPE, stderr=open(workdir / "sim.log", "wb"),  # noqa: SIM115, ASYNC230
+        preexec_fn=_die_with_parent,
+    )
+    try:
+        assert proc.stdout is not None
+        url = ""
+        async with asyncio.timeout(60):
+            while not url:
+                line = (await proc.stdout.readline()).decode()
+                if not line:
+                    raise RuntimeError(f"simulator exited early; see {workdir / 'sim.log'}")
+                if line.startswith("READY "):
+                    fields = dict(part.split("=", 1) for part in line.split()[1:])
+                    url = fields["url"]
+        yield url, kubeconfig
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                async with asyncio.timeout(10):
+                    await proc.wait()
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+
+
+async def apply_manifest(client: KubeClient, path: Path) -> list[str]:
+    """Create (or replace) every object in a YAML file; returns ``kind/name`` of each."""
+    applied: list[str] = []
+    text = await asyncio.to_thread(path.read_text)
+    for doc in yaml.safe_load_all(text):
+        if not doc:
+            continue
+        resource = resource_for(doc["apiVersion"], doc["kind"])
+        namespace = doc["metadata"].get("namespace", "default") if resource.namespaced else None
+        try:
+            await client.create(resource, doc, namespace=namespace)
+        except errors.AlreadyExists:
+            live = await client.get(resource, doc["metadata"]["name"], namespace=namespace)
+            doc["metadata"]["resourceVersion"] = live["metadata"]["resourceVersion"]
+            await client.update(resource, doc, namespace=namespace)
+        applied.append(f"{doc['kind']}/{doc['metadata']['name']}")
+    return applied
+
+
+def _node_state(node: Mapping[str, Any]) -> str:
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return "Ready" if condition.get("status") == "True" else "NotReady"
+    return "Unknown"
+
+
+async def progress(controller: Any, *, until_converged: bool, timeout: float) -> int:
+    """Print DaemonSet and node changes once a second; returns the exit code."""
+    shown: dict[str, tuple[Any, ...]] = {}
+    nodes: dict[str, str] = {}
+    started = time.monotonic()
+    while True:
+        current = {n["metadata"]["name"]: _node_state(n) for n in controller.nodes.store.list()}
+        for name in sorted(current.keys() - nodes.keys()):
+            print(f"node   {name:<24} joined ({current[name]})")
+        for name in sorted(nodes.keys() - current.keys()):
+            print(f"node   {name:<24} left")
+        for name in sorted(current.keys() & nodes.keys()):
+            if current[name] != nodes[name]:
+                print(f"node   {name:<24} {nodes[name]} -> {current[name]}")
+        nodes = current
+        daemonsets = controller.daemonsets.store.list()
+        for ds in daemonsets:
+            s = ds.get("status") or {}
+            key = f"{ds['metadata']['namespace']}/{ds['metadata']['name']}"
+            row = (s.get("desiredNumberScheduled", 0), s.get("currentNumberScheduled", 0),
+                   s.get("numberReady", 0), s.get("updatedNumberScheduled", 0), s.get("numberAvailable", 0))
+            if shown.get(key) != row:
+                shown[key] = row
+                flag = "  rolled out" if rolled_out(ds) else ""
+                print(f"daemonset {key:<21} desired={row[0]} current={row[1]} ready={row[2]} "
+                      f"updated={row[3]} available={row[4]}{flag}", flush=True)
+        if until_converged and daemonsets and all(rolled_out(ds) for ds in daemonsets):
+            print("all DaemonSets rolled out")
+            return 0
+        if timeout and time.monotonic() - started > timeout:
+            print(f"not converged after {timeout:.0f}s", file=sys.stderr)
+            return 1
+        await asyncio.sleep(1.0)
+
+
+async def run_demo(args: argparse.Namespace) -> int:
+    """The body of ``dsctl sim``."""
+    from dsctl.app import runner
+
+    if not await asyncio.to_thread(args.example.is_file):
+        print(f"dsctl sim: example manifest not found: {args.example}", file=sys.stderr)
+        return 2
+    workdir = Path(tempfile.mkdtemp(prefix="dsctl-sim-"))
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with simulated_cluster(nodes=args.nodes, pod_startup=args.pod_startup_seconds,
+                                 workdir=workdir) as (url, kubeconfig):
+        print(f"simulated cluster: {url} with {args.nodes} nodes")
+        print(f"kubeconfig:        {kubeconfig}")
+        print(f"try:               KUBECONFIG={kubeconfig} {_kubectl()} get ds,pods -o wide")
+        settings = Settings(kubeconfig=str(kubeconfig), workers=args.workers, metrics_bind_address="127.0.0.1:0",
+                            health_probe_bind_address="127.0.0.1:0", log_format="console",
+                            log_level=args.log_level).validate()
+        ready: asyncio.Future[Any] = loop.create_future()
+        controller_task = asyncio.create_task(
+            runner.run(settings, stop=stop, on_ready=lambda http, ctl: ready.set_result((http, ctl))),
+            name="controller",
+        )
+        http, controller = await ready
+        print(f"metrics:           http://127.0.0.1:{http.bound['metrics'][1]}/metrics")
+        client = await KubeClient.from_config(kubeconfig=str(kubeconfig), qps=50, burst=100)
+        try:
+            applied = await apply_manifest(client, args.example)
+        finally:
+            await client.close()
+        print(f"applied:           {', '.join(applied)}  (Ctrl-C to stop)")
+        progress_task = asyncio.create_task(
+            progress(controller, until_converged=args.until_converged, timeout=args.timeout), name="progress")
+        stopper = asyncio.create_task(stop.wait(), name="wait-stop")
+        done, _ = await asyncio.wait({progress_task, stopper, controller_task},
+                                     return_when=asyncio.FIRST_COMPLETED)
+        code = progress_task.result() if progress_task in done else 0
+        stop.set()
+        for task in (progress_task, stopper):
+            task.cancel()
+        results = await asyncio.gather(controller_task, progress_task, stopper, return_exceptions=True)
+        if isinstance(results[0], int) and results[0] != 0:
+            code = results[0]
+    return code
+
+
+def _kubectl() -> str:
+    local = Path(sys.executable).with_name("kubectl")
+    return str(local) if local.exists() else "kubectl"
+
+
+def main(args: argparse.Namespace) -> int:
+    """Blocking entry point for ``dsctl sim``."""
+    configure_logging(fmt="console", level=args.log_level)
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    try:
+        return asyncio.run(run_demo(args))
+    except errors.KubeError as exc:
+        print(f"dsctl sim: {exc}", file=sys.stderr)
+        return 1
