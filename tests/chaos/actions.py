@@ -1,0 +1,134 @@
+"""What the chaos schedule does to the cluster: objects it creates and the writes it makes.
+
+The fault rules of a scenario hit every client of the simulator, the test's own included, so
+every write here goes through :func:`retrying`, which rides out injected 5xx, 429 and 409
+answers until a deadline. Reads and writes use plain JSON dicts, like the controller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from dsctl.kube import errors
+from dsctl.kube.client import KubeClient
+from dsctl.kube.resources import DAEMONSETS, NODES, Resource
+from tests.builders import daemonset, node
+from tests.chaos.scenario import DaemonSetSpec
+
+__all__ = [
+    "CHAOS_TAINT",
+    "INFRA_TAINT",
+    "ds_body",
+    "image_of",
+    "join_node",
+    "retrying",
+    "set_image",
+    "set_label",
+    "set_node_ready",
+    "set_strategy",
+    "set_taint",
+]
+
+T = TypeVar("T")
+
+INFRA_TAINT = {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}
+"""Set on the scenario's infra nodes; only DaemonSets with ``tolerate_infra`` run there."""
+CHAOS_TAINT = "chaos.dsctl.io/flap"
+"""Key of the taints a taint flap adds and removes."""
+_TRANSIENT = (errors.ServerError, errors.TooManyRequests, errors.ConnectionFailed)
+
+
+async def retrying(call: Callable[[], Awaitable[T]], *, deadline: float = 20.0) -> T:
+    """Run ``call`` until it stops failing with an injected-looking error (5xx, 429, 409 Conflict)."""
+    until = time.monotonic() + deadline
+    delay = 0.05
+    while True:
+        try:
+            return await call()
+        except errors.AlreadyExists:
+            raise
+        except (*_TRANSIENT, errors.Conflict):
+            if time.monotonic() > until:
+                raise
+        await asyncio.sleep(delay)  # backoff between attempts of the test's own write
+        delay = min(0.5, delay * 2)
+
+
+def image_of(version: int) -> str:
+    """The image of template version ``version``."""
+    return f"registry.example/agent:{version}.0"
+
+
+def ds_body(spec: DaemonSetSpec, *, version: int) -> dict[str, Any]:
+    """The DaemonSet object for ``spec`` running template version ``version``."""
+    tolerations = [{"key": "dedicated", "operator": "Equal", "value": "infra", "effect": "NoSchedule"}] \
+        if spec.tolerate_infra else None
+    body = daemonset(spec.name, image=image_of(version), node_selector=spec.node_selector, tolerations=tolerations,
+                     strategy=spec.strategy, min_ready_seconds=spec.min_ready_seconds)
+    body["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = spec.grace_seconds
+    return body
+
+
+async def set_image(client: KubeClient, name: str, version: int) -> dict[str, Any]:
+    """Change the ``agent`` container's image (a new template revision)."""
+    patch = {"spec": {"template": {"spec": {"containers": [{"name": "agent", "image": image_of(version)}]}}}}
+    return await retrying(lambda: client.patch(DAEMONSETS, name, patch, namespace="default",
+                                               patch_type="strategic"))
+
+
+async def set_strategy(client: KubeClient, name: str, strategy: dict[str, Any]) -> dict[str, Any]:
+    """Replace ``spec.updateStrategy`` (a JSON merge patch with the old rollingUpdate nulled)."""
+    body = {"spec": {"updateStrategy": {"type": strategy["type"],
+                                        "rollingUpdate": strategy.get("rollingUpdate")}}}
+    return await retrying(lambda: client.patch(DAEMONSETS, name, body, namespace="default"))
+
+
+async def _modify(client: KubeClient, res: Resource, name: str, change: Callable[[dict[str, Any]], None], *,
+                  status: bool = False) -> dict[str, Any]:
+    """Read-modify-write with the resourceVersion, so a concurrent write by a sim loop is not lost."""
+    async def attempt() -> dict[str, Any]:
+        obj = await client.get(res, name)
+        change(obj)
+        if status:
+            return await client.update_status(res, obj)
+        return await client.update(res, obj)
+    return await retrying(attempt)
+
+
+async def set_taint(client: KubeClient, name: str, effect: str | None) -> None:
+    """Add the chaos taint with ``effect`` to node ``name``, or remove it with None."""
+    def change(obj: dict[str, Any]) -> None:
+        spec = obj.setdefault("spec", {})
+        taints = [t for t in spec.get("taints") or [] if t.get("key") != CHAOS_TAINT]
+        if effect is not None:
+            taints.append({"key": CHAOS_TAINT, "value": "on", "effect": effect})
+        spec["taints"] = taints
+    await _modify(client, NODES, name, change)
+
+
+async def set_label(client: KubeClient, name: str, key: str, value: str | None) -> None:
+    """Set (or with None remove) one label of node ``name``."""
+    patch = {"metadata": {"labels": {key: value}}}
+    await retrying(lambda: client.patch(NODES, name, patch))
+
+
+async def set_node_ready(client: KubeClient, name: str, ready: bool) -> None:
+    """Flip the node's Ready condition, as a kubelet losing and regaining its heartbeat would."""
+    def change(obj: dict[str, Any]) -> None:
+        conditions = [c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") != "Ready"]
+        conditions.append({"type": "Ready", "status": "True" if ready else "False",
+                           "reason": "KubeletReady" if ready else "KubeletNotReady"})
+        obj.setdefault("status", {})["conditions"] = conditions
+    await _modify(client, NODES, name, change, status=True)
+
+
+async def join_node(client: KubeClient, name: str, *, blue: bool) -> None:
+    """Register a new Ready node (labelled ``pool=blue`` when ``blue``)."""
+    body = node(name, labels={"pool": "blue"} if blue else None)
+    # AlreadyExists: an earlier attempt went through before its answer was lost.
+    with contextlib.suppress(errors.AlreadyExists):
+        await retrying(lambda: client.create(NODES, body))

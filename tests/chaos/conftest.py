@@ -1,0 +1,43 @@
+"""Options of the chaos suite and the scenario parametrisation.
+
+- ``--chaos-seed N`` runs the selected scenarios with seed ``N`` (the replay line each run
+  prints names the scenario with ``-k``);
+- ``--long`` swaps the CI-sized list (20 scenarios, one per theme plus repeats) for the soak
+  list (200 scenarios over larger clusters and longer fault windows).
+
+Default seeds are fixed per scenario index, so the CI run is the same every time.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.chaos.scenario import CI_THEMES, THEMES
+
+CI_SEED_BASE = 2000
+LONG_SEED_BASE = 50_000
+LONG_SCENARIOS = 200
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("chaos")
+    group.addoption("--chaos-seed", type=int, default=None, help="seed for the selected chaos scenarios")
+    group.addoption("--long", action="store_true", default=False, help="run the 200-scenario chaos soak")
+
+
+def chaos_cases(*, long: bool) -> list[tuple[int, str]]:
+    """(index, theme) of every scenario in the CI or the soak list."""
+    if long:
+        return [(i, THEMES[i % len(THEMES)]) for i in range(LONG_SCENARIOS)]
+    return list(enumerate(CI_THEMES))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "chaos_case" not in metafunc.fixturenames:
+        return
+    long = bool(metafunc.config.getoption("--long", default=False))
+    chosen = metafunc.config.getoption("--chaos-seed", default=None)
+    base = LONG_SEED_BASE if long else CI_SEED_BASE
+    params = [pytest.param((index, theme, base + index if chosen is None else int(chosen), long),
+                           id=f"s{index:03d}-{theme}") for index, theme in chaos_cases(long=long)]
+    metafunc.parametrize("chaos_case", params)

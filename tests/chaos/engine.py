@@ -1,0 +1,355 @@
+"""Carry out one chaos scenario against ``dsctl sim serve`` and the real controller process.
+
+``run_scenario`` owns every process it starts (simulator, controller replicas) and stops them
+in ``finally``. The phases:
+
+1. **setup**: the seeded simulator, node labels (``pool=blue``) and the infra taint, the
+   DaemonSets at template version 1, then the controller; wait until every DaemonSet is settled.
+2. **faults**: the checker starts observing; each step runs as its own task at its offset in
+   the window (a timed pause: that is the scenario, not a wait for a result). Steps on one
+   DaemonSet are serialised by a lock, so a template change never races its re-creation.
+3. **faults stop**: every fault knob reset, killed replicas replaced; the clock starts.
+4. **convergence**: poll the settled-state recount until it holds, within ``bound`` seconds.
+5. **verdict**: checker violations, late pods, controller deaths and logged errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from dsctl.api.pods import controller_ref
+from dsctl.kube import errors
+from dsctl.kube.client import KubeClient
+from dsctl.kube.resources import DAEMONSETS, NODES, PODS
+from tests.chaos import actions
+from tests.chaos.checker import ChaosChecker
+from tests.chaos.faultknobs import FaultKnobs
+from tests.chaos.ledger import DeletionLedger
+from tests.chaos.recount import settle_problems
+from tests.chaos.replicas import Replicas
+from tests.chaos.scenario import Scenario, Step
+from tests.poll import eventually
+from tests.simproc import SimProcess
+
+__all__ = ["CONVERGENCE_BOUND", "ScenarioResult", "run_scenario"]
+
+CONVERGENCE_BOUND = 30.0
+"""Seconds from "faults stop" to the settled state (invariant c), on top of the scenario's ideal
+rollout time (``Scenario.rollout_seconds``: a few seconds for the CI list, up to ~45 s for a
+30-node fleet updated one node at a time with minReadySeconds)."""
+SETUP_BOUND = 45.0
+
+
+@dataclass
+class ScenarioResult:
+    """What one run found; ``violations`` empty means every invariant held."""
+
+    scenario: Scenario
+    violations: list[str] = field(default_factory=list)
+    convergence_seconds: float | None = None
+    duration_seconds: float = 0.0
+    injected_errors: int = 0
+    """Requests the simulator failed on purpose (500, 429, 409)."""
+    raced_creates: int = 0
+    """Pods whose create was in flight when their DaemonSet was deleted (then garbage-collected)."""
+    bound_seconds: float = 0.0
+    """The convergence bound this run was held to."""
+    log_file: str = ""
+    """Every controller log line of a failed run, kept for the post-mortem."""
+    notes: list[str] = field(default_factory=list)
+
+    def report(self, *, long: bool = False) -> str:
+        """The failure message: replay line, scenario, violations, what the schedule did."""
+        lines = [f"replay: {self.scenario.replay(long=long)}", self.scenario.describe(), "violations:"]
+        lines += [f"  {v}" for v in self.violations[:40]]
+        lines += ["schedule log:", *(f"  {n}" for n in self.notes[-40:])]
+        if self.log_file:
+            lines.append(f"controller logs: {self.log_file}")
+        return "\n".join(lines)
+
+
+class _Run:
+    """The state of one run: clients, replicas, checker, and the image version of each DaemonSet."""
+
+    def __init__(self, scenario: Scenario, *, sim: SimProcess, client: KubeClient, replicas: Replicas,
+                 checker: ChaosChecker, result: ScenarioResult) -> None:
+        self.scenario = scenario
+        self.sim = sim
+        self.client = client
+        self.replicas = replicas
+        self.checker = checker
+        self.result = result
+        self.knobs = FaultKnobs(sim)
+        self.versions = {d.name: 1 for d in scenario.daemonsets}
+        self.history = {d.name: [1] for d in scenario.daemonsets}
+        self.strategies = {d.name: d.strategy for d in scenario.daemonsets}
+        self.locks = {d.name: asyncio.Lock() for d in scenario.daemonsets}
+        self.specs = {d.name: d for d in scenario.daemonsets}
+        self.started = time.monotonic()
+
+    def note(self, text: str) -> None:
+        self.result.notes.append(f"[{time.monotonic() - self.started:6.2f}s] {text}")
+
+    async def bump(self, name: str, version: int) -> None:
+        self.versions[name] = version
+        self.history[name].append(version)
+        await actions.set_image(self.client, name, version)
+
+    async def step(self, step: Step, t0: float) -> None:
+        await asyncio.sleep(max(0.0, t0 + step.at - time.monotonic()))  # the schedule's own timing
+        self.note(f"start {step}")
+        handler: Callable[[Step], Any] = getattr(self, f"_do_{step.kind}")
+        await handler(step)
+
+    # -- faults on the API ----------------------------------------------------------------
+
+    async def _do_rollout(self, step: Step) -> None:
+        async with self.locks[step.target]:
+            await self.bump(step.target, self.versions[step.target] + 1)
+
+    async def _do_drop_watches(self, step: Step) -> None:
+        self.note(f"dropped {await self.sim.drop_watches()} watches")
+
+    async def _layer(self, step: Step, **knobs: Any) -> None:
+        name = f"{step.kind}@{step.at}"
+        await self.knobs.push(name, **knobs)
+        await asyncio.sleep(float(step.params["duration"]))  # how long the fault lasts
+        await self.knobs.pop(name)
+        self.note(f"end {step.kind}")
+
+    async def _do_watch_drop_interval(self, step: Step) -> None:
+        await self._layer(step, watch_drop_seconds=step.params["seconds"])
+
+    async def _do_errors_500(self, step: Step) -> None:
+        await self._layer(step, errors=step.params["rules"])
+
+    async def _do_errors_429(self, step: Step) -> None:
+        await self._layer(step, errors=step.params["rules"], retry_after_seconds=step.params["retry_after"])
+
+    async def _do_conflicts_409(self, step: Step) -> None:
+        await self._layer(step, errors=step.params["rules"])
+
+    async def _do_latency(self, step: Step) -> None:
+        await self._layer(step, latency_ms=step.params["latency_ms"],
+                          watch_event_latency_ms=step.params["watch_event_latency_ms"])
+
+    async def _do_compaction(self, step: Step) -> None:
+        self.note(f"compacted at rv {await self.sim.compact(expire_watches=True)}")
+
+    # -- the controller process -----------------------------------------------------------
+
+    def progress(self) -> str:
+        """Per DaemonSet: nodes with a current-revision pod / desired nodes, as the observers see it."""
+        parts = []
+        for name in self.versions:
+            obs = self.checker.observer(name)
+            if obs is not None:
+                parts.append(f"{name} {len(obs.nodes_with_hash(obs.current_hash) & obs.desired)}/{len(obs.desired)}")
+        return "rollout progress " + ", ".join(parts)
+
+    async def _do_kill(self, step: Step) -> None:
+        self.note(f"kill -9 during {self.progress()}")
+        self.note(await self.replicas.kill(pause=float(step.params["pause"])))
+
+    async def _do_failover(self, step: Step) -> None:
+        self.note(f"kill -9 of the leader during {self.progress()}")
+        self.note(await self.replicas.kill(pause=float(step.params["pause"]), leader_only=True))
+
+    # -- nodes ----------------------------------------------------------------------------
+
+    async def _do_node_join(self, step: Step) -> None:
+        self.checker.exclude(step.target)
+        await actions.join_node(self.client, step.target, blue=bool(step.params["blue"]))
+
+    async def _do_node_delete(self, step: Step) -> None:
+        self.checker.exclude(step.target)
+        await actions.retrying(lambda: self.client.delete(NODES, step.target))
+
+    async def _do_taint_flap(self, step: Step) -> None:
+        self.checker.exclude(step.target)
+        await actions.set_taint(self.client, step.target, str(step.params["effect"]))
+        await asyncio.sleep(float(step.params["duration"]))  # how long the flap lasts
+        await actions.set_taint(self.client, step.target, None)
+        self.note(f"end taint_flap {step.target}")
+
+    async def _do_label_flap(self, step: Step) -> None:
+        self.checker.exclude(step.target)
+        before = "blue" if step.target in self.scenario.blue_nodes else None
+        await actions.set_label(self.client, step.target, "pool", None if before else "blue")
+        await asyncio.sleep(float(step.params["duration"]))  # how long the flap lasts
+        await actions.set_label(self.client, step.target, "pool", before)
+        self.note(f"end label_flap {step.target}")
+
+    async def _do_notready_flap(self, step: Step) -> None:
+        self.checker.exclude(step.target)
+        await actions.set_node_ready(self.client, step.target, False)
+        await asyncio.sleep(float(step.params["duration"]))  # how long the flap lasts
+        await actions.set_node_ready(self.client, step.target, True)
+        self.note(f"end notready_flap {step.target}")
+
+    # -- DaemonSets -----------------------------------------------------------------------
+
+    async def _do_template_change(self, step: Step) -> None:
+        async with self.locks[step.target]:
+            await self.bump(step.target, max(*self.history[step.target], self.versions[step.target]) + 1)
+
+    async def _do_rollback(self, step: Step) -> None:
+        async with self.locks[step.target]:
+            previous = self.history[step.target][-2] if len(self.history[step.target]) > 1 else 1
+            await self.bump(step.target, previous)
+
+    async def _switch(self, name: str, strategy: dict[str, Any]) -> None:
+        if _has_surge(self.strategies[name]) and not _has_surge(strategy):
+            self.checker.relax_surge(name)
+        self.strategies[name] = strategy
+        await self.checker.unobserve(name)
+        updated = await actions.set_strategy(self.client, name, strategy)
+        await self.checker.observe_when_seen(name, generation=int(updated["metadata"]["generation"]))
+
+    async def _do_strategy_switch(self, step: Step) -> None:
+        async with self.locks[step.target]:
+            original = self.strategies[step.target]
+            await self._switch(step.target, step.params["strategy"])
+        await asyncio.sleep(float(step.params["back_after"]))  # how long the other strategy stays
+        async with self.locks[step.target]:
+            await self._switch(step.target, original)
+        self.note(f"end strategy_switch {step.target}")
+
+    async def _do_recreate(self, step: Step) -> None:
+        name = step.target
+        async with self.locks[name]:
+            await self.checker.unobserve(name)
+            await actions.retrying(lambda: self.client.delete(DAEMONSETS, name, namespace="default"))
+            await eventually(lambda: self._gone(name), timeout=20, interval=0.05, message=f"ds/{name} deleted")
+            await asyncio.sleep(float(step.params["pause"]))  # time without the DaemonSet
+            spec = self.specs[name]
+            body = actions.ds_body(spec, version=self.versions[name])
+            body["spec"]["updateStrategy"] = self.strategies[name]
+            await actions.retrying(lambda: self.client.create(DAEMONSETS, body, namespace="default"))
+            await self.checker.observe(name)
+        self.note(f"end recreate {name}")
+
+    async def _gone(self, name: str) -> bool:
+        try:
+            await self.client.get(DAEMONSETS, name, namespace="default")
+        except errors.NotFound:
+            return True
+        except errors.ApiError:
+            return False
+        return False
+
+
+def _has_surge(strategy: dict[str, Any]) -> bool:
+    surge = (strategy.get("rollingUpdate") or {}).get("maxSurge")
+    return strategy.get("type") == "RollingUpdate" and surge not in (None, 0, "0", "0%")
+
+
+async def _setup(scenario: Scenario, client: KubeClient) -> None:
+    for name in scenario.blue_nodes:
+        await actions.set_label(client, name, "pool", "blue")
+    for name in scenario.infra_nodes:
+        await actions.retrying(partial(client.patch, NODES, name, {"spec": {"taints": [actions.INFRA_TAINT]}}))
+    for spec in scenario.daemonsets:
+        await client.create(DAEMONSETS, actions.ds_body(spec, version=1), namespace="default")
+
+
+async def run_scenario(scenario: Scenario, *, bound: float | None = None,
+                       log: Callable[[str], None] = print) -> ScenarioResult:
+    """Run ``scenario`` end to end; never raises for a violation, returns them instead.
+
+    ``bound`` defaults to ``CONVERGENCE_BOUND`` plus the scenario's ideal rollout time.
+    """
+    result = ScenarioResult(scenario)
+    if bound is None:
+        bound = CONVERGENCE_BOUND + scenario.rollout_seconds()
+    result.bound_seconds = bound
+    began = time.monotonic()
+    log(f"chaos {scenario.id} seed={scenario.seed}: replay with `{scenario.replay()}`")
+    args = ["--pod-startup-seconds", str(scenario.pod_startup), "--seed", str(scenario.seed),
+            "--bookmark-seconds", "1"]
+    names = [d.name for d in scenario.daemonsets]
+    async with SimProcess(nodes=scenario.nodes, args=args) as sim:
+        client = await KubeClient.from_config(kubeconfig=sim.kubeconfig, qps=1000, burst=2000)
+        try:
+            # Nodes are labelled and tainted before any controller starts: a controller whose node
+            # cache lagged behind the infra taint would rightly keep a pod it placed there
+            # (NoSchedule does not evict), which is not the settled state this suite asks for.
+            await _setup(scenario, client)
+            async with Replicas(sim.kubeconfig, count=scenario.replicas) as replicas, \
+                    ChaosChecker(client) as checker:
+                run = _Run(scenario, sim=sim, client=client, replicas=replicas, checker=checker, result=result)
+                await eventually(lambda: _settled(client, names), timeout=SETUP_BOUND, interval=0.2,
+                                 message="initial rollout settled")
+                for name in names:
+                    await checker.observe(name)
+                run.note("faults start")
+                t0 = time.monotonic()
+                await asyncio.gather(*(run.step(s, t0) for s in scenario.steps))
+                await run.knobs.clear()
+                await replicas.ensure_running()
+                stopped = time.monotonic()
+                run.note("faults stop")
+                try:
+                    await eventually(lambda: _settled(client, names, checker.ledger), timeout=bound, interval=0.2,
+                                     message=f"settled within {bound:.0f}s after the faults stopped")
+                    result.convergence_seconds = round(time.monotonic() - stopped, 3)
+                except AssertionError as exc:
+                    result.violations.append(f"convergence: {exc}")
+                run.note(f"settled after {result.convergence_seconds}s")
+                result.injected_errors = int((await sim.stats()).get("injectedFaults") or 0)
+                raced = checker.ledger.raced()
+                result.raced_creates = len(raced)
+                if raced:
+                    run.note(f"creates in flight when their DaemonSet was deleted (garbage-collected): {raced}")
+                run.note(f"injected errors {result.injected_errors}, kills {replicas.kills}, "
+                         f"observer watch errors {checker.observer_errors}, ledger relists {checker.ledger.relists}")
+                for name in names:
+                    await checker.unobserve(name)
+                result.violations += checker.problems()
+                result.violations += replicas.problems()
+                if result.violations:
+                    result.log_file = _keep_logs(scenario, replicas, result)
+        finally:
+            await client.close()
+    result.duration_seconds = round(time.monotonic() - began, 2)
+    return result
+
+
+def _keep_logs(scenario: Scenario, replicas: Replicas, result: ScenarioResult) -> str:
+    """Write every replica's log and the schedule notes to a file that outlives the run."""
+    fd, path = tempfile.mkstemp(prefix=f"dsctl-chaos-{scenario.id}-{scenario.seed}-", suffix=".log")
+    with os.fdopen(fd, "w") as out:
+        out.write(scenario.describe() + "\n" + "\n".join(result.notes) + "\n")
+        for index, proc in enumerate(replicas.processes):
+            out.write(f"=== replica #{index}\n" + "\n".join(proc.raw) + "\n")
+    return path
+
+
+class _Settled:
+    """Truthy when nothing is left; its repr lists what is, for the timeout message."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+
+    def __bool__(self) -> bool:
+        return not self.problems
+
+    def __repr__(self) -> str:
+        return "; ".join(self.problems)
+
+
+async def _settled(client: KubeClient, names: list[str], ledger: DeletionLedger | None = None) -> _Settled:
+    problems = await settle_problems(client, names)
+    if ledger is not None and ledger.deleted_rv:
+        # Pods whose create raced their DaemonSet's deletion must be garbage-collected.
+        pods = (await client.list(PODS, namespace="default"))["items"]
+        problems += [f"pod {p['metadata']['name']} of deleted ds uid {(controller_ref(p) or {}).get('uid')} remains"
+                     for p in pods if (controller_ref(p) or {}).get("uid") in ledger.deleted_rv]
+    return _Settled(problems)

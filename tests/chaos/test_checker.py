@@ -1,0 +1,149 @@
+"""The chaos checker catches what it claims to: a rogue writer breaks each invariant on purpose.
+
+No controller runs here. The test itself plays a broken controller (two pods on one node, too
+many deletions at once, a pod for a deleted DaemonSet, a process that dies), and each rule of
+the checker must report it; a checker that never fails would make the green chaos run worthless.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from dsctl.kube.client import KubeClient
+from dsctl.kube.resources import DAEMONSETS, PODS
+from tests.builders import daemonset, rolling
+from tests.chaos.checker import ChaosChecker
+from tests.chaos.ledger import IN_FLIGHT
+from tests.chaos.recount import settle_problems
+from tests.chaos.replicas import Replicas
+from tests.poll import eventually
+from tests.simproc import SimProcess
+
+
+@pytest.fixture
+async def cluster() -> AsyncIterator[tuple[SimProcess, KubeClient]]:
+    """A 3-node simulator without a controller, and a client for the rogue writes."""
+    async with SimProcess(nodes=3, args=["--pod-startup-seconds", "0.1"]) as sim:
+        client = await KubeClient.from_config(kubeconfig=sim.kubeconfig, qps=500, burst=1000)
+        try:
+            yield sim, client
+        finally:
+            await client.close()
+
+
+def _pod(ds: dict[str, Any], node: str, index: int) -> dict[str, Any]:
+    meta = ds["metadata"]
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": f"{meta['name']}-rogue-{node}-{index}", "namespace": "default",
+                     "labels": dict(ds["spec"]["template"]["metadata"]["labels"]),
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": meta["name"],
+                                          "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}]},
+        "spec": {"nodeName": node, "containers": [{"name": "agent", "image": "registry.example/agent:1.0"}],
+                 "terminationGracePeriodSeconds": 0},
+    }
+
+
+async def _ready_pods(client: KubeClient, count: int) -> bool:
+    pods = (await client.list(PODS, namespace="default"))["items"]
+    ready = [p for p in pods if any(c.get("type") == "Ready" and c.get("status") == "True"
+                                    for c in (p.get("status") or {}).get("conditions") or [])]
+    return len(ready) == count
+
+
+async def test_two_pods_on_a_node_without_surge_is_reported(cluster: tuple[SimProcess, KubeClient]) -> None:
+    """Invariant (a): a second live pod on a node of a no-surge DaemonSet is a violation."""
+    _, client = cluster
+    ds = await client.create(DAEMONSETS, daemonset("rogue", strategy=rolling(max_unavailable=1)), namespace="default")
+    async with ChaosChecker(client) as checker:
+        await checker.observe("rogue")
+        for index in range(2):
+            await client.create(PODS, _pod(ds, "node-0", index), namespace="default")
+        await eventually(lambda: _any(checker.problems(), "pods-per-node"), timeout=10, message="pods-per-node")
+
+
+async def test_deleting_beyond_the_budget_is_reported(cluster: tuple[SimProcess, KubeClient]) -> None:
+    """Invariant (b): two nodes losing their pod under maxUnavailable 1 is a violation; excluded nodes are not."""
+    _, client = cluster
+    ds = await client.create(DAEMONSETS, daemonset("rogue", strategy=rolling(max_unavailable=1)), namespace="default")
+    for node in ("node-0", "node-1", "node-2"):
+        await client.create(PODS, _pod(ds, node, 0), namespace="default")
+    await eventually(lambda: _ready_pods(client, 3), timeout=10, message="3 ready pods")
+    async with ChaosChecker(client) as checker:
+        await checker.observe("rogue")
+        checker.exclude("node-2")
+        await client.delete(PODS, "rogue-rogue-node-2-0", namespace="default")
+        await client.delete(PODS, "rogue-rogue-node-0-0", namespace="default")
+        await eventually(lambda: _ready_pods(client, 1), timeout=10, message="one pod left")
+        assert not _now(checker.problems(), "budget"), "an excluded node was counted"
+        await client.delete(PODS, "rogue-rogue-node-1-0", namespace="default")
+        await eventually(lambda: _any(checker.problems(), "budget"), timeout=10, message="budget violation")
+
+
+async def test_a_pod_for_a_deleted_daemonset_is_reported(cluster: tuple[SimProcess, KubeClient]) -> None:
+    """Invariant (d): a pod created for a DaemonSet deleted over a second ago is a violation; sooner, a race."""
+    _, client = cluster
+    ds = await client.create(DAEMONSETS, daemonset("rogue"), namespace="default")
+    async with ChaosChecker(client) as checker:
+        await client.delete(DAEMONSETS, "rogue", namespace="default")
+        await eventually(lambda: _deleted_seen(checker, ds), timeout=10, message="deletion seen")
+        await client.create(PODS, _pod(ds, "node-1", 0), namespace="default")
+        await eventually(lambda: _raced(checker), timeout=10, message="in-flight pod noted")
+        assert not _now(checker.problems(), "created")
+        await eventually(lambda: _past_in_flight(checker, ds), timeout=10, message="in-flight window over")
+        await client.create(PODS, _pod(ds, "node-2", 0), namespace="default")
+        await eventually(lambda: _any(checker.problems(), "created"), timeout=10, message="late pod reported")
+
+
+async def test_an_unsettled_cluster_is_reported(cluster: tuple[SimProcess, KubeClient]) -> None:
+    """Invariant (c): missing pods, a stray extra pod and a stale status are all named by the recount."""
+    _, client = cluster
+    ds = await client.create(DAEMONSETS, daemonset("rogue"), namespace="default")
+    await client.create(PODS, _pod(ds, "node-0", 0), namespace="default")
+    await client.create(PODS, _pod(ds, "node-0", 1), namespace="default")
+    problems = " | ".join(await settle_problems(client, ["rogue"]))
+    for expected in ("no ControllerRevision", "node-0 has 2 pods", "node-1 has 0 pods",
+                     "but a recount gives 3"):
+        assert expected in problems
+
+
+async def test_a_controller_that_dies_on_its_own_is_reported(cluster: tuple[SimProcess, KubeClient]) -> None:
+    """Invariant (e): a replica that exits without being killed by the schedule is a violation."""
+    sim, _ = cluster
+    async with Replicas(sim.kubeconfig) as replicas:
+        assert replicas.problems() == []
+        proc = replicas.processes[0]
+        assert proc.proc is not None
+        proc.proc.send_signal(signal.SIGTERM)
+        await eventually(lambda: _exited(replicas), timeout=30, message="replica exited")
+        assert any("without being killed" in p for p in replicas.problems())
+
+
+async def _exited(replicas: Replicas) -> bool:
+    proc = replicas.processes[0].proc
+    return proc is not None and proc.returncode is not None
+
+
+async def _any(problems: list[str], word: str) -> bool:
+    return any(word in p for p in problems)
+
+
+def _now(problems: list[str], word: str) -> bool:
+    return any(word in p for p in problems)
+
+
+async def _raced(checker: ChaosChecker) -> bool:
+    return bool(checker.ledger.raced())
+
+
+async def _past_in_flight(checker: ChaosChecker, ds: dict[str, Any]) -> bool:
+    return time.time() - checker.ledger.deleted_at[ds["metadata"]["uid"]] > IN_FLIGHT
+
+
+async def _deleted_seen(checker: ChaosChecker, ds: dict[str, Any]) -> bool:
+    return ds["metadata"]["uid"] in checker.ledger.deleted_rv

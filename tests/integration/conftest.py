@@ -1,0 +1,43 @@
+"""Fixtures for integration tests: a simulated cluster, an API client, the controller process."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from dsctl.kube.client import KubeClient
+from tests.controllerproc import ControllerProcess
+from tests.integration.requestaudit import record_controller_requests
+from tests.simproc import SimProcess
+
+
+@pytest.fixture
+async def sim(request: pytest.FixtureRequest) -> AsyncIterator[SimProcess]:
+    """A simulated cluster; parametrize indirectly with a dict of SimProcess keyword arguments."""
+    options = dict(getattr(request, "param", {}) or {})
+    options.setdefault("nodes", 5)
+    args = list(options.pop("args", []))
+    if "--pod-startup-seconds" not in args:
+        args += ["--pod-startup-seconds", "0.2"]
+    async with SimProcess(args=args, **options) as cluster:
+        yield cluster
+        await record_controller_requests(cluster, source=request.node.nodeid)
+
+
+@pytest.fixture
+async def kube(sim: SimProcess) -> AsyncIterator[KubeClient]:
+    """A client for the test itself (not the controller's), generous on rate limits."""
+    client = await KubeClient.from_config(kubeconfig=str(sim.kubeconfig), qps=500, burst=1000)
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture
+async def controller(sim: SimProcess) -> AsyncIterator[ControllerProcess]:
+    """The real controller, as its own process, against the simulated cluster."""
+    async with ControllerProcess(str(sim.kubeconfig)) as proc:
+        yield proc
+        assert not proc.errors(), f"controller logged errors: {proc.errors()[:5]}"

@@ -1,0 +1,270 @@
+"""The daemon pod body: metadata, labels, ownerReference, tolerations and node placement."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from dsctl.daemonset.template import (
+    GENERATION_ANNOTATION,
+    GENERATION_LABEL,
+    HASH_LABEL,
+    TemplateError,
+    is_pod_updated,
+    new_pod,
+    pods_prefix,
+    target_node,
+    template_generation,
+)
+
+from .objects import SIMPLE, make_ds
+
+PIN = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}
+
+
+def _required(pod: dict[str, Any]) -> Any:
+    return pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+
+
+def test_new_pod_metadata() -> None:
+    """generateName, namespace, template labels plus hash, annotations, finalizers and owner are set."""
+    ds = make_ds()
+    ds["spec"]["template"]["metadata"]["annotations"] = {"a": "1"}
+    ds["spec"]["template"]["metadata"]["finalizers"] = ["example.com/f"]
+    pod = new_pod(ds, "node-1", hash="abc")
+    meta = pod["metadata"]
+    assert meta["generateName"] == "foo-"
+    assert meta["namespace"] == "default"
+    assert meta["labels"] == {**SIMPLE, HASH_LABEL: "abc"}
+    assert meta["annotations"] == {"a": "1"}
+    assert meta["finalizers"] == ["example.com/f"]
+    assert meta["ownerReferences"] == [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "name": "foo",
+            "uid": "ds-uid-1",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    assert "name" not in meta
+
+
+@pytest.mark.parametrize(
+    ("ds_fields", "overrides", "expected"),
+    [
+        pytest.param({}, {}, ("apps/v1", "DaemonSet"), id="from-object"),
+        pytest.param(
+            {"apiVersion": "dsctl.io/v1", "kind": "DaemonSet"},
+            {},
+            ("dsctl.io/v1", "DaemonSet"),
+            id="crd-object",
+        ),
+        pytest.param({"apiVersion": None, "kind": None}, {}, ("apps/v1", "DaemonSet"), id="list-item-default"),
+        pytest.param(
+            {"apiVersion": None, "kind": None},
+            {"api_version": "dsctl.io/v1", "kind": "DaemonSet"},
+            ("dsctl.io/v1", "DaemonSet"),
+            id="explicit-override",
+        ),
+    ],
+)
+def test_owner_reference_type(ds_fields: dict[str, Any], overrides: dict[str, str], expected: tuple[str, str]) -> None:
+    """The ownerReference names the DaemonSet's own apiVersion/kind, so CRD mode owns its pods."""
+    ds = make_ds()
+    for key, value in ds_fields.items():
+        if value is None:
+            ds.pop(key)
+        else:
+            ds[key] = value
+    pod = new_pod(ds, "n", hash="h", api_version=overrides.get("api_version"), kind=overrides.get("kind"))
+    ref = pod["metadata"]["ownerReferences"][0]
+    assert (ref["apiVersion"], ref["kind"]) == expected
+
+
+@pytest.mark.parametrize(
+    ("annotation", "label"),
+    [
+        pytest.param("7", "7", id="numeric"),
+        pytest.param(None, None, id="absent"),
+        pytest.param("seven", None, id="unparseable"),
+    ],
+)
+def test_template_generation_label(annotation: str | None, label: str | None) -> None:
+    """pod-template-generation is copied from the DS annotation only when it parses."""
+    ds = make_ds(annotations={GENERATION_ANNOTATION: annotation} if annotation else None)
+    assert new_pod(ds, "n", hash="h")["metadata"]["labels"].get(GENERATION_LABEL) == label
+
+
+def test_empty_hash_adds_no_label() -> None:
+    """No hash, no controller-revision-hash label."""
+    assert HASH_LABEL not in new_pod(make_ds(), "n", hash="")["metadata"]["labels"]
+
+
+@pytest.mark.parametrize(
+    ("affinity", "preferred"),
+    [
+        pytest.param(None, None, id="no-affinity"),
+        pytest.param(
+            {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {"matchExpressions": [{"key": "a", "operator": "Exists"}]},
+                            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["x"]}]},
+                        ]
+                    }
+                }
+            },
+            None,
+            id="required-terms-replaced",
+        ),
+        pytest.param(
+            {
+                "nodeAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "weight": 1,
+                            "preference": {"matchExpressions": [{"key": "a", "operator": "Exists"}]},
+                        }
+                    ]
+                },
+                "podAntiAffinity": {"x": 1},
+            },
+            [{"weight": 1, "preference": {"matchExpressions": [{"key": "a", "operator": "Exists"}]}}],
+            id="preferred-kept",
+        ),
+    ],
+)
+def test_placement_by_affinity(affinity: dict[str, Any] | None, preferred: Any) -> None:
+    """Required node terms become exactly metadata.name In [node]; preferred terms survive; no nodeName."""
+    ds = make_ds(pod_spec={"nodeName": "", **({"affinity": affinity} if affinity else {})})
+    pod = new_pod(ds, "node-1", hash="h")
+    assert _required(pod)["nodeSelectorTerms"] == [PIN]
+    assert pod["spec"]["affinity"]["nodeAffinity"].get("preferredDuringSchedulingIgnoredDuringExecution") == preferred
+    assert "nodeName" not in pod["spec"]
+    if affinity and "podAntiAffinity" in affinity:
+        assert pod["spec"]["affinity"]["podAntiAffinity"] == {"x": 1}
+
+
+def test_direct_binding_sets_node_name() -> None:
+    """Direct binding binds the pod itself and keeps the affinity pin."""
+    pod = new_pod(make_ds(), "node-1", hash="h", direct_binding=True)
+    assert pod["spec"]["nodeName"] == "node-1"
+    assert _required(pod)["nodeSelectorTerms"] == [PIN]
+
+
+def test_tolerations_added() -> None:
+    """The pod carries the daemon tolerations on top of the template's."""
+    ds = make_ds(pod_spec={"tolerations": [{"key": "k", "operator": "Exists"}]})
+    tolerations = new_pod(ds, "n", hash="h")["spec"]["tolerations"]
+    assert tolerations[0] == {"key": "k", "operator": "Exists"}
+    assert len(tolerations) == 7
+
+
+def test_new_pod_shares_nothing_with_ds() -> None:
+    """Mutating the created pod never changes the (shared, cached) DaemonSet."""
+    ds = make_ds(
+        pod_spec={
+            "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []}},
+            "tolerations": [{"key": "k", "operator": "Exists"}],
+        }
+    )
+    before = copy.deepcopy(ds)
+    pod = new_pod(ds, "n", hash="h")
+    pod["spec"]["containers"][0]["image"] = "changed"
+    pod["spec"]["tolerations"].clear()
+    pod["spec"]["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"].append(1)
+    pod["metadata"]["labels"]["x"] = "y"
+    assert ds == before
+
+
+def test_no_labels_is_an_error() -> None:
+    """A template without labels cannot yield a selectable pod."""
+    with pytest.raises(TemplateError):
+        new_pod(make_ds(labels={}), "n", hash="h")
+
+
+@pytest.mark.parametrize(
+    ("name", "prefix"),
+    [
+        pytest.param("foo", "foo-", id="normal"),
+        pytest.param("x" * 253, "x" * 253, id="too-long-for-dash"),
+    ],
+)
+def test_pods_prefix(name: str, prefix: str) -> None:
+    """generateName is '<ds>-' unless that would exceed the name limit."""
+    assert pods_prefix(name) == prefix
+
+
+def _pin(values: Any, *, key: str = "metadata.name", operator: str = "In") -> dict[str, Any]:
+    return {
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "a", "operator": "Exists"}]},
+                        {"matchFields": [{"key": key, "operator": operator, "values": values}]},
+                    ]
+                }
+            }
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    ("pod", "expected"),
+    [
+        pytest.param({"spec": {"nodeName": "n1", **_pin(["n2"])}}, "n1", id="bound-wins"),
+        pytest.param({"spec": _pin(["n2"])}, "n2", id="affinity-pin"),
+        pytest.param({"spec": _pin(["n2", "n3"])}, None, id="several-values"),
+        pytest.param({"spec": _pin([])}, None, id="no-values"),
+        pytest.param({"spec": _pin(["n2"], operator="NotIn")}, None, id="notin-is-not-a-pin"),
+        pytest.param({"spec": _pin(["n2"], key="spec.other")}, None, id="other-field"),
+        pytest.param({"spec": {}}, None, id="nothing"),
+        pytest.param({"spec": {"affinity": "x"}}, None, id="malformed-affinity"),
+        pytest.param({}, None, id="no-spec"),
+    ],
+)
+def test_target_node(pod: dict[str, Any], expected: str | None) -> None:
+    """A pod's node is its nodeName, else its single metadata.name In value."""
+    assert target_node(pod) == expected
+
+
+def test_target_node_round_trips_new_pod() -> None:
+    """target_node reads back the node new_pod pinned, bound or not."""
+    assert target_node(new_pod(make_ds(), "node-9", hash="h")) == "node-9"
+    assert target_node(new_pod(make_ds(), "node-9", hash="h", direct_binding=True)) == "node-9"
+
+
+@pytest.mark.parametrize(
+    ("labels", "hash", "generation", "expected"),
+    [
+        pytest.param({HASH_LABEL: "h"}, "h", None, True, id="hash-match"),
+        pytest.param({HASH_LABEL: "old"}, "h", None, False, id="hash-differs"),
+        pytest.param({HASH_LABEL: ""}, "", None, False, id="empty-hash-never-matches"),
+        pytest.param({GENERATION_LABEL: "3"}, "h", 3, True, id="generation-match"),
+        pytest.param({GENERATION_LABEL: "2"}, "h", 3, False, id="generation-differs"),
+        pytest.param({GENERATION_LABEL: "3"}, "h", None, False, id="no-generation"),
+    ],
+)
+def test_is_pod_updated(labels: dict[str, str], hash: str, generation: int | None, expected: bool) -> None:
+    """A pod is updated when its hash, or its template generation, is current."""
+    assert is_pod_updated({"metadata": {"labels": labels}}, hash, generation) is expected
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        pytest.param("4", 4, id="string"),
+        pytest.param(4, 4, id="int"),
+        pytest.param("x", None, id="garbage"),
+        pytest.param(True, None, id="bool"),
+    ],
+)
+def test_template_generation(value: Any, expected: int | None) -> None:
+    """The generation annotation parses to an int or None."""
+    assert template_generation({"metadata": {"annotations": {GENERATION_ANNOTATION: value}}}) == expected

@@ -1,0 +1,275 @@
+"""Informer over an in-memory source: sync, events, resume, re-list on Gone, fallbacks."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from dsctl.informer import BY_NODE_NAME, Informer, by_node_name
+from dsctl.kube.errors import ConnectionFailed, Gone, ServerError, TooManyRequests
+from dsctl.kube.resources import PODS
+from tests.unit.informer.fakesource import FakeSource
+
+
+async def eventually(check: Callable[[], bool], *, timeout: float = 5.0) -> None:
+    """Poll ``check`` until it holds, failing after ``timeout`` seconds."""
+    async with asyncio.timeout(timeout):
+        while True:
+            if check():
+                return
+            await asyncio.sleep(0.005)
+
+
+def pod(name: str, node: str = "n1", **labels: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "d", "labels": labels},
+            "spec": {"nodeName": node}}
+
+
+class Recorder:
+    """Handlers that log what they saw, plus what the store held at that moment."""
+
+    def __init__(self, informer: Informer) -> None:
+        self.log: list[tuple[str, str]] = []
+        self.store_at_call: list[bool] = []
+        self.informer = informer
+        informer.add_handler(self.on_add, self.on_update, self.on_delete)
+
+    def _key(self, obj: dict[str, Any]) -> str:
+        return f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+
+    def on_add(self, obj: dict[str, Any]) -> None:
+        self.log.append(("add", self._key(obj)))
+        self.store_at_call.append(self.informer.store.get(self._key(obj)) is obj)
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        self.log.append(("update", self._key(new)))
+        self.store_at_call.append(self.informer.store.get(self._key(new)) is new)
+
+    def on_delete(self, obj: dict[str, Any]) -> None:
+        self.log.append(("delete", self._key(obj)))
+        self.store_at_call.append(self.informer.store.get(self._key(obj)) is None)
+
+
+def make(source: FakeSource, registry: CollectorRegistry, **kwargs: Any) -> Informer:
+    return Informer(source, PODS, indexers={BY_NODE_NAME: by_node_name}, page_size=2,
+                    registry=registry, **kwargs)
+
+
+async def test_paginated_sync_then_events(registry: CollectorRegistry) -> None:
+    """A paginated list fills the store; later events update it before handlers run."""
+    source = FakeSource()
+    for i in range(5):
+        await source.put(pod(f"p{i}"))
+    informer = make(source, registry)
+    rec = Recorder(informer)
+    async with informer:
+        assert await informer.wait_for_sync(timeout=5)
+        assert len(informer.store) == 5
+        assert [c.continue_ for c in source.calls if c.verb == "list"] == [None, "2", "4"]
+        await source.put(pod("p0", node="n2"))
+        await source.remove("d/p1")
+        await source.put(pod("p9"))
+        await eventually(lambda: len(rec.log) == 8)
+    assert rec.log[5:] == [("update", "d/p0"), ("delete", "d/p1"), ("add", "d/p9")]
+    assert all(rec.store_at_call)
+    assert [o["metadata"]["name"] for o in informer.store.by_index(BY_NODE_NAME, "n2")] == ["p0"]
+    assert registry.get_sample_value("informer_relists_total", {"resource": "pods"}) == 1
+    assert registry.get_sample_value(
+        "informer_events_total", {"resource": "pods", "type": "DELETED"}) == 1
+
+
+async def test_dropped_watch_resumes_from_last_rv(registry: CollectorRegistry) -> None:
+    """After a dropped watch the reflector re-watches from the last RV without re-listing."""
+    source = FakeSource()
+    await source.put(pod("a"))
+    informer = make(source, registry)
+    async with informer:
+        await informer.wait_for_sync(timeout=5)
+        await source.put(pod("b"))
+        await eventually(lambda: "d/b" in informer.store)
+        await source.drop_watches()
+        await source.put(pod("c"))
+        await eventually(lambda: "d/c" in informer.store)
+    watches = [c for c in source.calls if c.verb == "watch"]
+    assert len(watches) >= 2
+    b = informer.store.get("d/b")
+    assert b is not None
+    assert watches[1].resource_version == b["metadata"]["resourceVersion"]
+    assert informer.reflector.relists == 1
+
+
+async def test_gone_relists_and_delivers_missed_deletes(registry: CollectorRegistry) -> None:
+    """Changes missed during a compacted gap arrive after the re-list as deletes/updates/adds."""
+    source = FakeSource()
+    for name in ("keep", "change", "vanish"):
+        await source.put(pod(name))
+    informer = make(source, registry)
+    rec = Recorder(informer)
+    async with informer:
+        await informer.wait_for_sync(timeout=5)
+        await source.remove("d/vanish")
+        await source.put(pod("change", node="n9"))
+        await source.put(pod("new"))
+        source.compact()
+        await source.drop_watches()
+        await eventually(lambda: informer.reflector.relists == 2)
+        await eventually(lambda: len(rec.log) == 6)
+    assert sorted(rec.log[3:]) == [("add", "d/new"), ("delete", "d/vanish"),
+                                   ("update", "d/change")]
+    assert all(rec.store_at_call)
+    assert sorted(informer.store.keys()) == ["d/change", "d/keep", "d/new"]
+
+
+async def test_errors_are_retried(registry: CollectorRegistry) -> None:
+    """429, 5xx and connection failures on list/watch are retried until the informer syncs."""
+    source = FakeSource()
+    await source.put(pod("a"))
+    source.list_errors.extend([TooManyRequests(429, "TooManyRequests", "x", retry_after=0.01),
+                               ServerError(500, "InternalError", "x")])
+    source.watch_errors.append(ConnectionFailed("reset"))
+    informer = make(source, registry)
+    async with informer:
+        assert await informer.wait_for_sync(timeout=5)
+        await source.put(pod("b"))
+        await eventually(lambda: "d/b" in informer.store)
+    assert registry.get_sample_value(
+        "informer_watch_errors_total", {"resource": "pods", "reason": "TooManyRequests"}) == 1
+
+
+@pytest.mark.parametrize("supported", [pytest.param(True, id="streaming"),
+                                       pytest.param(False, id="fallback-to-list")])
+async def test_streaming_list(registry: CollectorRegistry, supported: bool) -> None:
+    """sendInitialEvents syncs from one stream, or falls back to list on a 4xx."""
+    source = FakeSource(supports_streaming=supported)
+    for i in range(3):
+        await source.put(pod(f"p{i}"))
+    informer = make(source, registry, streaming_list=True)
+    rec = Recorder(informer)
+    async with informer:
+        assert await informer.wait_for_sync(timeout=5)
+        await source.put(pod("later"))
+        await eventually(lambda: "d/later" in informer.store)
+    assert [k for _, k in rec.log] == ["d/p0", "d/p1", "d/p2", "d/later"]
+    lists = [c for c in source.calls if c.verb == "list"]
+    assert (len(lists) == 0) is supported
+
+
+async def test_handler_failure_is_isolated(registry: CollectorRegistry) -> None:
+    """A raising handler does not stop other handlers or the informer."""
+    source = FakeSource()
+    informer = make(source, registry)
+
+    def broken(_obj: dict[str, Any]) -> None:
+        raise RuntimeError("bug")
+
+    informer.add_handler(on_add=broken)
+    rec = Recorder(informer)
+    async with informer:
+        await informer.wait_for_sync(timeout=5)
+        await source.put(pod("a"))
+        await eventually(lambda: rec.log == [("add", "d/a")])
+        assert informer.healthy()
+
+
+async def test_late_handler_gets_existing_objects(registry: CollectorRegistry) -> None:
+    """A handler added after sync first receives every cached object as an add."""
+    source = FakeSource()
+    await source.put(pod("a"))
+    informer = make(source, registry)
+    async with informer:
+        await informer.wait_for_sync(timeout=5)
+        rec = Recorder(informer)
+        assert rec.log == [("add", "d/a")]
+
+
+async def test_health_and_lifecycle(registry: CollectorRegistry) -> None:
+    """healthy() is false before run and after stop, and false when progress is stale."""
+    source = FakeSource()
+    informer = make(source, registry, stale_after=10)
+    assert not informer.healthy()
+    informer.run()
+    assert await informer.wait_for_sync(timeout=5)
+    assert informer.healthy()
+    assert not informer.healthy(now=informer.reflector.last_progress + 11)
+    await informer.stop()
+    assert not informer.healthy()
+    assert informer.has_synced()
+
+
+async def test_wait_for_sync_times_out(registry: CollectorRegistry) -> None:
+    """wait_for_sync returns False when the list keeps failing."""
+    source = FakeSource()
+    source.list_errors.extend(ServerError(500, "InternalError", "x") for _ in range(100))
+    informer = make(source, registry)
+    async with informer:
+        assert not await informer.wait_for_sync(timeout=0.2)
+
+
+async def test_transform_projects_cached_objects(registry: CollectorRegistry) -> None:
+    """With a transform, the store and handlers see only projected objects."""
+    source = FakeSource()
+    await source.put(pod("a", app="x"))
+    informer = make(source, registry, transform=lambda o: {"metadata": o["metadata"]})
+    async with informer:
+        await informer.wait_for_sync(timeout=5)
+    assert informer.store.get("d/a") == {"metadata": {
+        "name": "a", "namespace": "d", "labels": {"app": "x"}, "resourceVersion": "101"}}
+
+
+async def test_silent_watch_is_renewed(registry: CollectorRegistry) -> None:
+    """A watch with no events for the inactivity timeout is re-opened from the same RV."""
+    source = FakeSource()
+    await source.put(pod("a"))
+    informer = make(source, registry, inactivity_timeout=0.05)
+    async with informer:
+        await informer.wait_for_sync(timeout=5)
+        await eventually(lambda: sum(c.verb == "watch" for c in source.calls) >= 3)
+    assert {c.resource_version for c in source.calls if c.verb == "watch"} == {"101"}
+    assert informer.reflector.relists == 1
+    inactive = registry.get_sample_value(
+        "informer_watch_errors_total", {"resource": "pods", "reason": "WatchInactive"})
+    assert (inactive or 0) >= 2
+
+
+async def test_expired_continue_token_falls_back_to_full_list(registry: CollectorRegistry) -> None:
+    """Gone on a later page restarts as one unpaginated list instead of looping."""
+    source = FakeSource()
+    for i in range(5):
+        await source.put(pod(f"p{i}"))
+    source.list_errors.extend([None, Gone(410, "Expired", "continue token expired")])
+    informer = make(source, registry)
+    async with informer:
+        assert await informer.wait_for_sync(timeout=5)
+    assert len(informer.store) == 5
+    assert [c.continue_ for c in source.calls if c.verb == "list"] == [None, "2", None]
+
+
+async def test_repeated_gone_backs_off(registry: CollectorRegistry) -> None:
+    """Gone right after every re-list re-lists with growing backoff, not in a hot loop."""
+    source = FakeSource()
+    await source.put(pod("a"))
+    source.watch_errors.extend(Gone(410, "Expired", "too old") for _ in range(3))
+    informer = make(source, registry)
+    async with informer:
+        await eventually(lambda: informer.reflector.backoff.failures >= 2)
+        await eventually(lambda: informer.reflector.relists == 4)
+        await source.put(pod("b"))
+        await eventually(lambda: "d/b" in informer.store)
+    assert [c.verb for c in source.calls].count("list") == 4
+
+
+async def test_cached_objects_carry_type_meta(registry: CollectorRegistry) -> None:
+    """Listed items (which come without kind/apiVersion) and watched ones both get them."""
+    source = FakeSource()
+    await source.put(pod("listed"))
+    informer = make(source, registry)
+    async with informer:
+        await informer.wait_for_sync(timeout=5)
+        await source.put(pod("watched"))
+        await eventually(lambda: "d/watched" in informer.store)
+    for obj in informer.store.list():
+        assert (obj["apiVersion"], obj["kind"]) == ("v1", "Pod")

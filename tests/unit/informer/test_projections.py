@@ -1,0 +1,117 @@
+"""Pod and node projections keep the fields the controller reads, in the original shape."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dsctl.api.pods import controller_ref, is_pod_ready
+from dsctl.informer.projections import make_pod_projection, project_node, project_pod
+
+FULL_POD: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {
+        "name": "ds-abc",
+        "namespace": "d",
+        "uid": "pod-uid",
+        "resourceVersion": "42",
+        "generateName": "ds-",
+        "creationTimestamp": "2026-01-01T00:00:00Z",
+        "deletionTimestamp": "2026-01-01T00:01:00Z",
+        "labels": {"app": "x", "controller-revision-hash": "h1"},
+        "annotations": {"sim.dsctl.io/startup-seconds": "1", "other": "y"},
+        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "ds",
+                             "uid": "ds-uid", "controller": True, "blockOwnerDeletion": True}],
+        "managedFields": [{"manager": "x"}],
+    },
+    "spec": {
+        "nodeName": "n1",
+        "containers": [{"name": "c", "image": "busybox"}],
+        "affinity": {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchFields": [
+                    {"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}},
+            "podAntiAffinity": {"x": 1},
+        },
+        "tolerations": [{"operator": "Exists"}],
+    },
+    "status": {
+        "phase": "Running",
+        "conditions": [
+            {"type": "PodScheduled", "status": "True"},
+            {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:05Z",
+             "reason": "r"},
+        ],
+        "containerStatuses": [{"name": "c", "ready": True}],
+    },
+}
+
+
+def test_pod_projection_shape() -> None:
+    """The projected pod is exactly the documented subset, nested as in the API."""
+    assert project_pod(FULL_POD) == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "ds-abc", "namespace": "d", "uid": "pod-uid", "resourceVersion": "42",
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "deletionTimestamp": "2026-01-01T00:01:00Z",
+            "labels": {"app": "x", "controller-revision-hash": "h1"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "ds",
+                                 "uid": "ds-uid", "controller": True,
+                                 "blockOwnerDeletion": True}],
+        },
+        "spec": {
+            "nodeName": "n1",
+            "affinity": {"nodeAffinity": FULL_POD["spec"]["affinity"]["nodeAffinity"]},
+        },
+        "status": {
+            "phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True",
+                            "lastTransitionTime": "2026-01-01T00:00:05Z"}],
+        },
+    }
+
+
+def test_domain_helpers_read_projected_pods_like_full_ones() -> None:
+    """dsctl.api helpers give the same answers on the projection."""
+    slim = project_pod(FULL_POD)
+    assert is_pod_ready(slim) is is_pod_ready(FULL_POD) is True
+    assert controller_ref(slim) == controller_ref(FULL_POD)
+
+
+def test_kept_annotations() -> None:
+    """make_pod_projection keeps only the named annotations."""
+    slim = make_pod_projection(keep_annotations=("other",))(FULL_POD)
+    assert slim["metadata"]["annotations"] == {"other": "y"}
+
+
+def test_projection_of_sparse_pod() -> None:
+    """A pod without spec/status details projects without inventing fields."""
+    assert project_pod({"metadata": {"name": "p", "namespace": "d"}}) == {
+        "metadata": {"name": "p", "namespace": "d"}}
+
+
+def test_node_projection_shape() -> None:
+    """Nodes keep labels, taints, unschedulable and the Ready condition only."""
+    node = {
+        "metadata": {"name": "n1", "uid": "u", "resourceVersion": "3", "labels": {"a": "b"},
+                     "annotations": {"x": "y"}},
+        "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}], "unschedulable": True,
+                 "podCIDR": "10.0.0.0/24"},
+        "status": {"conditions": [{"type": "MemoryPressure", "status": "False"},
+                                  {"type": "Ready", "status": "False"}],
+                   "capacity": {"cpu": "4"}, "nodeInfo": {"kubeletVersion": "v1"}},
+    }
+    assert project_node(node) == {
+        "metadata": {"name": "n1", "uid": "u", "resourceVersion": "3", "labels": {"a": "b"}},
+        "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}], "unschedulable": True},
+        "status": {"conditions": [{"type": "Ready", "status": "False"}]},
+    }
+
+
+def test_label_strings_are_interned() -> None:
+    """Equal label values across projected pods are one string object."""
+    a = project_pod({"metadata": {"name": "a", "labels": {"k": "".join(["v", "1"])}}})
+    b = project_pod({"metadata": {"name": "b", "labels": {"k": "".join(["v", "1"])}}})
+    assert a["metadata"]["labels"]["k"] is b["metadata"]["labels"]["k"]
