@@ -1,0 +1,305 @@
+"""Generate ``daemonsets.dsctl.io.yaml``: dsctl's own DaemonSet kind, with apps/v1's schema.
+
+In a cluster that runs kube-controller-manager, two controllers acting on one apps/v1
+DaemonSet would fight, so dsctl can serve the same object shape under ``dsctl.io/v1``.
+This script owns turning the apps/v1 DaemonSet JSON schema into a CRD schema; run it again
+after raising ``K8S_VERSION`` and commit the output. ``--check`` exits 1 when the committed
+file is stale, for CI.
+
+The source is the JSON Schema that the ``kubernetes-validate`` package ships for every
+Kubernetes minor release. apiextensions.k8s.io/v1 only takes *structural* schemas, so the
+conversion:
+
+- inlines every ``$ref`` (the DaemonSet closure has no cycles; a cycle raises);
+- collapses ``type: [T, "null"]`` to ``type: T`` (the apiserver prunes nulls of
+  non-nullable fields, which is what built-in types do with them too);
+- turns IntOrString and Quantity (``oneOf`` string/number) into
+  ``x-kubernetes-int-or-string`` with the ``anyOf`` integer/string pair the apiserver
+  allows beside it. A float quantity such as ``cpu: 0.5`` is therefore rejected in CRD
+  mode; write ``"500m"``;
+- drops ``additionalProperties: false`` (structural schemas prune unknown fields instead)
+  and keywords CRDs do not know (strategic-merge-patch hints, unions, GVK lists);
+- marks objects that have neither properties nor a value schema (managedFields' FieldsV1)
+  with ``x-kubernetes-preserve-unknown-fields``;
+- gives list-map keys that are neither required nor defaulted the default the built-in
+  API applies (a container port's ``protocol`` is ``TCP``), because apiextensions demands
+  one of the two;
+- keeps the root ``metadata`` as a bare object, the only form the apiserver accepts there,
+  while the pod template's ObjectMeta is inlined in full so its labels are not pruned;
+- shortens every description to its first sentence. With full texts the CRD is about
+  330 KB of JSON, and client-side ``kubectl apply`` stores the whole object in an
+  annotation limited to 256 KiB. ``kubectl explain daemonsets.apps`` keeps the long texts.
+
+Any keyword not listed in ``_KEEP`` or ``_DROP`` raises, so a new schema feature in a later
+Kubernetes release is noticed here rather than rejected by a cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "GROUP",
+    "K8S_VERSION",
+    "build_crd",
+    "first_sentence",
+    "load_definitions",
+    "main",
+    "render",
+    "structural_schema",
+]
+
+K8S_VERSION = "1.36.0"
+GROUP = "dsctl.io"
+VERSION = "v1"
+OUTPUT = Path(__file__).with_name(f"daemonsets.{GROUP}.yaml")
+
+_DEFS_PREFIX = "io.k8s."
+_ROOT = "io.k8s.api.apps.v1.DaemonSet"
+_INT_OR_STRING = {
+    "io.k8s.apimachinery.pkg.util.intstr.IntOrString",
+    "io.k8s.apimachinery.pkg.api.resource.Quantity",
+}
+# Keywords copied as they are (after their sub-schemas are converted).
+_KEEP = {
+    "description", "type", "format", "enum", "required", "items", "properties",
+    "additionalProperties", "default",
+    "x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-map-type",
+}
+# Keywords with no meaning in a CRD schema.
+_DROP = {
+    "$ref", "$schema", "$id",
+    "x-kubernetes-patch-strategy", "x-kubernetes-patch-merge-key",
+    "x-kubernetes-unions", "x-kubernetes-group-version-kind",
+}
+# Defaults the built-in API applies to list-map keys that its schema leaves optional.
+_LIST_MAP_KEY_DEFAULTS: dict[tuple[str, str], Any] = {
+    ("io.k8s.api.core.v1.ContainerPort", "protocol"): "TCP",
+    ("io.k8s.api.core.v1.LocalObjectReference", "name"): "",
+}
+
+_SENTENCE_END = re.compile(r"\.\s+(?=[A-Z])")
+
+Schema = dict[str, Any]
+
+
+class SchemaConversionError(ValueError):
+    """The source schema uses something this converter does not know how to express."""
+
+
+def load_definitions(version: str = K8S_VERSION) -> dict[str, Schema]:
+    """The ``$defs`` table of the non-strict schema set for one Kubernetes version."""
+    root = resources.files("kubernetes_validate") / "kubernetes-json-schema" / f"v{version}-local"
+    text = (root / "_definitions.json").read_text(encoding="utf-8")
+    defs: dict[str, Schema] = json.loads(text)["$defs"]
+    return defs
+
+
+def _ref_name(ref: str) -> str:
+    name = ref.rsplit("/", 1)[-1]
+    if not name.startswith(_DEFS_PREFIX):
+        raise SchemaConversionError(f"unexpected $ref {ref!r}")
+    return name
+
+
+def _single_type(value: Any, *, where: str) -> str:
+    types = [value] if isinstance(value, str) else [t for t in value if t != "null"]
+    if len(types) != 1:
+        raise SchemaConversionError(f"{where}: cannot express type {value!r}")
+    return str(types[0])
+
+
+def structural_schema(
+    schema: Mapping[str, Any], defs: Mapping[str, Schema], *, where: str = "", stack: tuple[str, ...] = ()
+) -> Schema:
+    """Convert one node (and everything below it) into apiextensions v1 structural form."""
+    node: dict[str, Any] = dict(schema)
+    def_name = ""
+    if "$ref" in node:
+        def_name = _ref_name(node["$ref"])
+        if def_name in stack:
+            raise SchemaConversionError(f"{where}: recursive reference to {def_name}")
+        # Keywords next to the $ref (usually a field-specific description) win over the target's.
+        node = {**defs[def_name], **{k: v for k, v in node.items() if k != "$ref"}}
+        stack = (*stack, def_name)
+    if def_name in _INT_OR_STRING:
+        out: Schema = {"x-kubernetes-int-or-string": True, "anyOf": [{"type": "integer"}, {"type": "string"}]}
+        if "description" in node:
+            out = {"description": first_sentence(node["description"]), **out}
+        return out
+    unknown = set(node) - _KEEP - _DROP
+    if unknown:
+        raise SchemaConversionError(f"{where}: unsupported keywords {sorted(unknown)}")
+    out = {}
+    for key in sorted(node, key=_key_order):
+        value = node[key]
+        if key in _DROP:
+            continue
+        if key == "type":
+            out["type"] = _single_type(value, where=where)
+        elif key == "properties":
+            out["properties"] = {
+                name: structural_schema(sub, defs, where=f"{where}.{name}", stack=stack)
+                for name, sub in sorted(value.items())
+            }
+        elif key == "items":
+            out["items"] = structural_schema(value, defs, where=f"{where}[]", stack=stack)
+        elif key == "additionalProperties":
+            if isinstance(value, Mapping):
+                sub = structural_schema(value, defs, where=f"{where}{{}}", stack=stack)
+                out["additionalProperties"] = sub
+        elif key == "description":
+            out["description"] = first_sentence(value)
+        else:
+            out[key] = copy.deepcopy(value)
+    if out.get("type") == "object" and "properties" not in out and "additionalProperties" not in out:
+        out["x-kubernetes-preserve-unknown-fields"] = True
+    if out.get("x-kubernetes-list-type") == "map":
+        _default_list_map_keys(out, node, where=where)
+    return out
+
+
+def first_sentence(text: str) -> str:
+    """The text up to the first full stop that ends a sentence (the next word is capitalised)."""
+    match = _SENTENCE_END.search(text)
+    return text[: match.start() + 1] if match else text.strip()
+
+
+def _key_order(key: str) -> tuple[int, str]:
+    # Description first, then the type, then everything else alphabetically: easy to read.
+    return ({"description": 0, "type": 1}.get(key, 2), key)
+
+
+def _default_list_map_keys(out: Schema, source: Mapping[str, Any], *, where: str) -> None:
+    items = out.get("items", {})
+    item_ref = source.get("items", {}).get("$ref", "")
+    item_def = _ref_name(item_ref) if item_ref else ""
+    required = set(items.get("required", ()))
+    for key in out.get("x-kubernetes-list-map-keys", ()):
+        prop = items.get("properties", {}).get(key)
+        if prop is None:
+            raise SchemaConversionError(f"{where}: list-map key {key!r} is not a property of the items")
+        if key in required or "default" in prop:
+            continue
+        if (item_def, key) not in _LIST_MAP_KEY_DEFAULTS:
+            raise SchemaConversionError(f"{where}: list-map key {key!r} needs a default ({item_def})")
+        prop["default"] = _LIST_MAP_KEY_DEFAULTS[(item_def, key)]
+
+
+# The columns `kubectl get daemonsets.apps` prints, then the `-o wide` ones (priority 1).
+_PRINTER_COLUMNS: tuple[tuple[str, str, str, str, int], ...] = (
+    ("Desired", "integer", ".status.desiredNumberScheduled", "Nodes that should run the pod.", 0),
+    ("Current", "integer", ".status.currentNumberScheduled", "Nodes running at least one pod.", 0),
+    ("Ready", "integer", ".status.numberReady", "Nodes whose daemon pod is Ready.", 0),
+    ("Up-to-date", "integer", ".status.updatedNumberScheduled", "Nodes running the current template.", 0),
+    ("Available", "integer", ".status.numberAvailable", "Nodes whose daemon pod is available.", 0),
+    ("Node Selector", "string", ".spec.template.spec.nodeSelector", "The template's node selector.", 0),
+    ("Age", "date", ".metadata.creationTimestamp", "Time since creation.", 0),
+    ("Containers", "string", ".spec.template.spec.containers[*].name", "Container names.", 1),
+    ("Images", "string", ".spec.template.spec.containers[*].image", "Container images.", 1),
+    ("Selector", "string", ".spec.selector", "The pod label selector.", 1),
+)
+
+
+def _printer_columns() -> list[dict[str, Any]]:
+    columns = []
+    for name, kind, path, description, priority in _PRINTER_COLUMNS:
+        col: dict[str, Any] = {"name": name, "type": kind, "jsonPath": path, "description": description}
+        if priority:
+            col["priority"] = priority
+        columns.append(col)
+    return columns
+
+
+def build_crd(defs: Mapping[str, Schema], *, version: str = K8S_VERSION) -> dict[str, Any]:
+    """The whole CustomResourceDefinition object for ``daemonsets.dsctl.io``."""
+    daemonset = defs[_ROOT]
+    props = daemonset["properties"]
+    api_version, kind = (first_sentence(props[name]["description"]) for name in ("apiVersion", "kind"))
+    schema: Schema = {
+        "description": (
+            "DaemonSet managed by dsctl: the apps/v1 DaemonSet shape, served under "
+            f"{GROUP}/{VERSION} so that dsctl and kube-controller-manager never act on one object."
+        ),
+        "type": "object",
+        "properties": {
+            "apiVersion": {"description": api_version, "type": "string"},
+            "kind": {"description": kind, "type": "string"},
+            "metadata": {"type": "object"},
+            "spec": structural_schema(props["spec"], defs, where="spec"),
+            "status": structural_schema(props["status"], defs, where="status"),
+        },
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {
+            "name": f"daemonsets.{GROUP}",
+            "labels": {"app.kubernetes.io/name": "dsctl", "app.kubernetes.io/component": "crd"},
+            "annotations": {"dsctl.io/schema-source": f"apps/v1 DaemonSet, Kubernetes {version}"},
+        },
+        "spec": {
+            "group": GROUP,
+            "scope": "Namespaced",
+            "names": {
+                "kind": "DaemonSet",
+                "listKind": "DaemonSetList",
+                "plural": "daemonsets",
+                "singular": "daemonset",
+                "shortNames": ["dds"],
+                "categories": ["all", "dsctl"],
+            },
+            "versions": [
+                {
+                    "name": VERSION,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": _printer_columns(),
+                    "schema": {"openAPIV3Schema": schema},
+                }
+            ],
+        },
+    }
+
+
+def render(crd: Mapping[str, Any]) -> str:
+    """The committed YAML text: a header that names the generator, then the object."""
+    header = (
+        "# Generated by manifests/crd/generate.py from the apps/v1 DaemonSet schema; do not edit.\n"
+        "# Re-run the script after changing K8S_VERSION there.\n"
+    )
+    body = yaml.safe_dump(dict(crd), sort_keys=False, width=100, allow_unicode=True)
+    return header + body
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Write the CRD file, or with ``--check`` report whether the committed one is current."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--check", action="store_true", help="exit 1 if the file on disk is out of date")
+    parser.add_argument("--output", type=Path, default=OUTPUT, help="where to write the CRD")
+    args = parser.parse_args(argv)
+    text = render(build_crd(load_definitions()))
+    if args.check:
+        current = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
+        if current != text:
+            print(f"{args.output} is out of date; run {Path(__file__).name}", file=sys.stderr)
+            return 1
+        return 0
+    args.output.write_text(text, encoding="utf-8")
+    print(f"wrote {args.output} ({len(text)} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
