@@ -1,0 +1,288 @@
+"""Cold start of one DaemonSet to N Ready pods, against the sim's raw create throughput.
+
+Three phases, each on a fresh ``dsctl sim serve --nodes N`` (a separate process, control
+plane on: the scheduler binds pods and the kubelet makes them Ready after
+``--pod-startup-seconds``), so every phase starts from the same empty cluster:
+
+1. ``raw``: this process posts N pods exactly like the ones the controller would create
+   (``dsctl.daemonset.template.new_pod``, minus the ownerReference so the sim's GC leaves them
+   alone) with ``--raw-concurrency`` concurrent requests over one aiohttp pool and pre-encoded
+   bodies. This is the "physical limit": no client can create pods faster on this sim.
+2. ``controller-default``: ``python -m dsctl run`` with its defaults (QPS 100, burst 200,
+   8 workers, 250 creates per sync); one DaemonSet is created once its caches are synced.
+3. ``controller-qps1000``: the same with ``--kube-api-qps 1000 --kube-api-burst 2000``, to show
+   what the default rate limit costs.
+
+For each phase: wall time to all pods created (first and last create as the sim logged them)
+and to all pods Ready (observed on a pod watch from this process), creates/s, the controller
+process's CPU seconds and RSS (``/proc``), and the sim's CPU. Ratios to the raw phase are
+computed within the run, because the machine is shared and noisy.
+
+Usage: ``python benchmarks/controller_cold_start.py [--nodes 5000] [--phases raw default qps1000]``.
+Prints the JSON summary and writes ``benchmarks/results/controller_cold_start.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import time
+from typing import Any
+
+import aiohttp
+import orjson
+from common import (
+    RESULTS,
+    PodWatch,
+    SimProcess,
+    controller,
+    daemonset,
+    environment,
+    histogram,
+    log,
+    proc_usage,
+    profile,
+    request_log,
+    wait_until,
+    write_result,
+)
+
+from dsctl.daemonset.template import new_pod
+from dsctl.kube.client import KubeClient
+from dsctl.kube.resources import DAEMONSETS
+
+NAME = "controller_cold_start"
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+
+
+def sim_args(startup: float) -> list[str]:
+    """Sim flags shared by every phase."""
+    return ["--log-level", "warning", "--pod-startup-seconds", str(startup)]
+
+
+def create_window(records: list[dict[str, Any]], *, agent: str) -> dict[str, Any]:
+    """First/last pod-create time (sim clock) and count for requests whose user agent starts with ``agent``."""
+    times = [r["time"] for r in records
+             if r["verb"] == "create" and r["resource"] == "pods" and not r["subresource"]
+             and r["code"] == 201 and str(r["user_agent"]).startswith(agent)]
+    if not times:
+        return {"creates": 0}
+    span = max(times) - min(times)
+    return {"creates": len(times), "first_to_last_seconds": round(span, 3),
+            "creates_per_second": round(len(times) / span, 1) if span > 0 else None}
+
+
+async def raw_phase(args: argparse.Namespace) -> dict[str, Any]:
+    """Post N controller-shaped pods as fast as one client can; wait for them to be Ready."""
+    ds = daemonset("raw")
+    ds["metadata"]["uid"] = "00000000-0000-4000-8000-000000000000"
+    bodies = []
+    for i in range(args.nodes):
+        pod = new_pod(ds, f"node-{i}", hash="raw")
+        pod["metadata"].pop("ownerReferences", None)
+        bodies.append(orjson.dumps(pod))
+    async with SimProcess(nodes=args.nodes, args=sim_args(args.pod_startup_seconds), startup_timeout=300) as sim:
+        watch = PodWatch(sim.url, label_selector="app=raw")
+        await watch.start()
+        sim_before = proc_usage(sim.pid)
+        counter = itertools.count()
+        errors: dict[int, int] = {}
+        connector = aiohttp.TCPConnector(limit=args.raw_concurrency)
+        headers = {"Content-Type": "application/json", "User-Agent": "dsctl-bench/raw"}
+        url = sim.url + "/api/v1/namespaces/default/pods"
+        async with aiohttp.ClientSession(connector=connector, headers=headers) as http:
+            async def worker() -> None:
+                while (i := next(counter)) < len(bodies):
+                    async with http.post(url, data=bodies[i]) as resp:
+                        await resp.read()
+                        if resp.status != 201:
+                            errors[resp.status] = errors.get(resp.status, 0) + 1
+
+            start = time.monotonic()
+            await asyncio.gather(*(worker() for _ in range(args.raw_concurrency)))
+            posted = time.monotonic() - start
+        await wait_until(lambda: watch.count("ready") >= args.nodes, timeout=args.timeout, what="raw pods Ready")
+        ready = watch.last("ready") - start
+        curves = {"created": watch.curve("seen", since=start), "ready": watch.curve("ready", since=start)}
+        sim_after = proc_usage(sim.pid)
+        records, _, dropped = await request_log(sim, since=0)
+        await watch.stop()
+    out = {
+        "concurrency": args.raw_concurrency, "pods": args.nodes, "errors": errors,
+        "post_seconds": round(posted, 3), "creates_per_second": round(args.nodes / posted, 1),
+        "sim_log": create_window(records, agent="dsctl-bench/raw"), "request_log_dropped": dropped,
+        "all_ready_seconds": round(ready, 3), "ready_pods_per_second": round(args.nodes / ready, 1),
+        "sim_cpu_seconds": round(sim_after["cpu_seconds"] - sim_before["cpu_seconds"], 2),
+        "sim_rss_mib": sim_after["rss_mib"], "curves_percent_to_seconds": curves,
+    }
+    log("raw", **{k: out[k] for k in ("creates_per_second", "all_ready_seconds")})
+    return out
+
+
+async def controller_phase(args: argparse.Namespace, label: str, extra: list[str]) -> dict[str, Any]:
+    """Start the controller on a fresh sim, create one DaemonSet, time it to N Ready pods."""
+    async with SimProcess(nodes=args.nodes, args=sim_args(args.pod_startup_seconds), startup_timeout=300) as sim:
+        launched = time.monotonic()
+        async with controller(sim.kubeconfig, *extra) as ctl:
+            assert ctl.proc is not None
+            pid = ctl.proc.pid
+
+            async def ready_probe() -> bool:
+                status, _ = await ctl.get("/readyz")
+                return status == 200
+
+            deadline = time.monotonic() + 120
+            while not await ready_probe():
+                if time.monotonic() > deadline:
+                    raise TimeoutError("controller not ready in 120s")
+                await asyncio.sleep(0.1)
+            startup = time.monotonic() - launched
+            watch = PodWatch(sim.url, label_selector="app=agent")
+            await watch.start()
+            ctl_before, sim_before = proc_usage(pid), proc_usage(sim.pid)
+            client = await KubeClient.from_config(kubeconfig=sim.kubeconfig, qps=1000, burst=1000,
+                                                  user_agent="dsctl-bench/driver")
+            spied = pid if args.profile else None
+            try:
+                async with profile(spied, f"{NAME}-{label}") as hot:
+                    start = time.monotonic()
+                    await client.create(DAEMONSETS, daemonset("agent"), namespace="default")
+                    await wait_until(lambda: watch.count("seen") >= args.nodes, timeout=args.timeout,
+                                     what=f"{label}: pods created")
+                    created = watch.last("seen") - start
+                    await wait_until(lambda: watch.count("ready") >= args.nodes, timeout=args.timeout,
+                                     what=f"{label}: pods Ready")
+                    ready = watch.last("ready") - start
+
+                    async def status_ready() -> bool:
+                        ds = await client.get(DAEMONSETS, "agent", namespace="default")
+                        return bool(int((ds.get("status") or {}).get("numberReady") or 0) >= args.nodes)
+
+                    while not await status_ready():
+                        if time.monotonic() - start > args.timeout:
+                            raise TimeoutError(f"{label}: status.numberReady never reached {args.nodes}")
+                        await asyncio.sleep(0.2)
+                    status_done = time.monotonic() - start
+                    curves = {"created": watch.curve("seen", since=start), "ready": watch.curve("ready", since=start)}
+            finally:
+                await client.close()
+            ctl_after, sim_after = proc_usage(pid), proc_usage(sim.pid)
+            records, _, dropped = await request_log(sim, since=0)
+            await watch.stop()
+            _, metrics = await ctl.get("/metrics")
+    writes: dict[str, int] = {}
+    for r in records:
+        if str(r["user_agent"]).startswith("dsctl/") and r["verb"] in WRITE_VERBS:
+            key = f"{r['verb']} {r['resource']}{'/' + r['subresource'] if r['subresource'] else ''}"
+            writes[key] = writes.get(key, 0) + 1
+    extra_pods = len(watch.pods) - args.nodes
+    out = {
+        "args": extra, "controller_startup_to_ready_seconds": round(startup, 3),
+        "all_created_seconds": round(created, 3), "created_pods_per_second": round(args.nodes / created, 1),
+        "sim_log": create_window(records, agent="dsctl/"), "request_log_dropped": dropped,
+        "all_ready_seconds": round(ready, 3), "ready_pods_per_second": round(args.nodes / ready, 1),
+        "status_number_ready_seconds": round(status_done, 3),
+        "pods_seen": len(watch.pods), "extra_pods": extra_pods,
+        "controller_writes": writes,
+        "controller_cpu_seconds": round(ctl_after["cpu_seconds"] - ctl_before["cpu_seconds"], 2),
+        "controller_rss_mib": ctl_after["rss_mib"], "controller_peak_rss_mib": ctl_after["peak_rss_mib"],
+        "sim_cpu_seconds": round(sim_after["cpu_seconds"] - sim_before["cpu_seconds"], 2),
+        "sync_errors_logged": sum(1 for e in ctl.logs if e.get("event") == "sync_retry"),
+        "controller_log_lines": len(ctl.raw), "top_log_events": top_events(ctl.logs),
+        "syncs": int(histogram(metrics, "dsctl_sync_duration_seconds")["count"]),
+        "metrics_bytes": len(metrics), "curves_percent_to_seconds": curves,
+    }
+    if hot:
+        out["profile"] = hot
+    log(label, **{k: out[k] for k in ("all_created_seconds", "all_ready_seconds", "controller_cpu_seconds")})
+    return out
+
+
+def top_events(logs: list[dict[str, Any]], *, top: int = 5) -> dict[str, int]:
+    """The most frequent ``event`` names in the controller's JSON log."""
+    counts: dict[str, int] = {}
+    for entry in logs:
+        name = str(entry.get("event", ""))
+        counts[name] = counts.get(name, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1])[:top])
+
+
+PHASES = {"default": [], "qps1000": ["--kube-api-qps", "1000", "--kube-api-burst", "2000"]}
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    result: dict[str, Any] = {"benchmark": NAME, "nodes": args.nodes,
+                              "pod_startup_seconds": args.pod_startup_seconds, "environment": environment()}
+    if "raw" in args.phases:
+        result["raw"] = await raw_phase(args)
+    for phase in args.phases:
+        if phase == "raw":
+            continue
+        result[f"controller_{phase}"] = await controller_phase(args, phase, PHASES[phase])
+    raw = result.get("raw")
+    if raw:
+        ratios: dict[str, Any] = {}
+        for phase in args.phases:
+            ctl = result.get(f"controller_{phase}")
+            if not ctl:
+                continue
+            ctl_rate = ctl["sim_log"].get("creates_per_second") or 0.0
+            raw_rate = raw["sim_log"].get("creates_per_second") or 0.0
+            ratios[phase] = {
+                "create_rate_vs_raw": round(ctl_rate / raw_rate, 3) if raw_rate else None,
+                "created_pods_per_second_vs_raw_post": round(ctl["created_pods_per_second"]
+                                                             / raw["creates_per_second"], 3),
+                "all_ready_seconds_vs_raw": round(ctl["all_ready_seconds"] / raw["all_ready_seconds"], 3),
+            }
+        result["ratios"] = ratios
+    plot(result)
+    return result
+
+
+def plot(result: dict[str, Any]) -> None:
+    """``results/controller_cold_start.png``: pods created and Ready over time, per phase."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("matplotlib not installed: no plot")
+        return
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for key, color in (("raw", "tab:green"), ("controller_default", "tab:blue"),
+                       ("controller_qps1000", "tab:orange")):
+        curves = (result.get(key) or {}).get("curves_percent_to_seconds")
+        if not curves:
+            continue
+        pods = [result["nodes"] * k / len(curves["created"]) for k in range(1, len(curves["created"]) + 1)]
+        ax.plot(curves["created"], pods, color=color, label=f"{key}: created")
+        ax.plot(curves["ready"], pods, color=color, linestyle="--", label=f"{key}: Ready")
+    ax.set_xlabel("seconds since the DaemonSet (raw: the first POST)")
+    ax.set_ylabel("pods")
+    ax.set_title(f"Cold start of one DaemonSet on {result['nodes']} simulated nodes")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    fig.savefig(RESULTS / f"{NAME}.png", dpi=100)
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--pod-startup-seconds", type=float, default=1.0)
+    parser.add_argument("--raw-concurrency", type=int, default=32)
+    parser.add_argument("--phases", nargs="+", default=["raw", "default", "qps1000"],
+                        choices=["raw", *PHASES])
+    parser.add_argument("--profile", action="store_true",
+                        help="sample the controller with py-spy during each controller phase")
+    parser.add_argument("--timeout", type=float, default=600.0, help="per-phase wait ceiling, seconds")
+    args = parser.parse_args()
+    write_result(NAME, asyncio.run(run(args)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""A static API server for informer benchmarks, run as a separate process.
+
+It pre-serializes N nodes and M DaemonSet pods (benchmarks/informer_objects.py) and answers:
+
+- ``GET /api/v1/{nodes,pods}`` with ``limit``/``continue`` pagination (one snapshot RV);
+- ``?watch=true``: for pods watched with ``labelSelector=bench=watch``, ``--watch-events``
+  MODIFIED events as fast as the socket takes them, then a quiet stream; otherwise a quiet
+  stream. Quiet streams carry a bookmark every 10 s.
+
+Serving pre-encoded bytes keeps the server's own cost out of the client measurements; the
+simulator (``dsctl sim``) is used by the integration tests instead. Prints ``READY <port>``.
+
+Usage: ``python benchmarks/informer_fixture_server.py --nodes 5000 --pods 150000``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+import orjson
+from aiohttp import web
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from informer_objects import daemon_pod, node
+
+LIST_RV = "5000000"
+
+
+class Fixture:
+    """Pre-encoded items per resource and the watch script."""
+
+    def __init__(self, *, nodes: int, pods: int, watch_events: int) -> None:
+        self.items: dict[str, list[bytes]] = {
+            "nodes": [orjson.dumps(node(i)) for i in range(nodes)],
+            "pods": [orjson.dumps(daemon_pod(i, nodes=max(nodes, 1))) for i in range(pods)],
+        }
+        self.kinds = {"nodes": "NodeList", "pods": "PodList"}
+        self.watch_events = watch_events
+        self.event_lines: list[bytes] = []
+        for i in range(min(watch_events, 2000)):
+            pod = daemon_pod(i, nodes=max(nodes, 1))
+            pod["metadata"]["resourceVersion"] = str(int(LIST_RV) + 1 + i)
+            pod["status"]["conditions"][2]["status"] = "False" if i % 2 else "True"
+            self.event_lines.append(orjson.dumps({"type": "MODIFIED", "object": pod}) + b"\n")
+
+    def page(self, resource: str, limit: int, start: int) -> bytes:
+        items = self.items[resource]
+        end = len(items) if limit <= 0 else min(len(items), start + limit)
+        meta: dict[str, str] = {"resourceVersion": LIST_RV}
+        if end < len(items):
+            meta["continue"] = str(end)
+        head = orjson.dumps({"kind": self.kinds[resource], "apiVersion": "v1", "metadata": meta})
+        return head[:-1] + b',"items":[' + b",".join(items[start:end]) + b"]}"
+
+
+async def handle(request: web.Request) -> web.StreamResponse:
+    fixture: Fixture = request.app["fixture"]
+    resource = request.match_info["resource"]
+    if resource not in fixture.items:
+        raise web.HTTPNotFound()
+    if request.query.get("watch") in ("true", "1"):
+        return await watch(request, fixture, resource)
+    limit = int(request.query.get("limit") or 0)
+    start = int(request.query.get("continue") or 0)
+    return web.Response(body=fixture.page(resource, limit, start),
+                        content_type="application/json")
+
+
+async def watch(request: web.Request, fixture: Fixture, resource: str) -> web.StreamResponse:
+    response = web.StreamResponse()
+    response.content_type = "application/json"
+    response.enable_chunked_encoding()
+    await response.prepare(request)
+    # Only the throughput case asks for events (by this selector); sync cases get a quiet watch.
+    if resource == "pods" and fixture.watch_events and request.query.get("labelSelector") == (
+        "bench=watch"
+    ):
+        lines = fixture.event_lines
+        batch: list[bytes] = []
+        for i in range(fixture.watch_events):
+            batch.append(lines[i % len(lines)])
+            if len(batch) == 200:
+                await response.write(b"".join(batch))
+                batch.clear()
+        if batch:
+            await response.write(b"".join(batch))
+    bookmark = orjson.dumps({"type": "BOOKMARK", "object": {
+        "kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": LIST_RV}}}) + b"\n"
+    try:
+        while True:
+            await asyncio.sleep(10)
+            await response.write(bookmark)
+    except (ConnectionResetError, asyncio.CancelledError):
+        pass
+    return response
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--pods", type=int, default=150000)
+    parser.add_argument("--watch-events", type=int, default=0)
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    app = web.Application()
+    app["fixture"] = Fixture(nodes=args.nodes, pods=args.pods, watch_events=args.watch_events)
+    app.router.add_get("/api/v1/{resource}", handle)
+
+    async def serve() -> None:
+        runner = web.AppRunner(app, handle_signals=True)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", args.port)
+        await site.start()
+        port = runner.addresses[0][1]
+        print(f"READY {port}", flush=True)
+        await asyncio.Event().wait()
+
+    asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    main()
