@@ -18,7 +18,7 @@ from typing import Any
 
 import aiohttp
 
-from tests.simproc import die_with_parent
+from dsctl.app.childproc import die_with_parent
 
 
 class ControllerProcess:

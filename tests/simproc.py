@@ -54,19 +54,9 @@ from typing import Any
 
 import aiohttp
 
-__all__ = ["SimProcess", "die_with_parent", "kubectl_path"]
+from dsctl.app.childproc import die_with_parent
 
-
-def die_with_parent() -> None:
-    """In the child, before exec: get SIGTERM if the test process dies (Linux), so a killed
-    test run never leaves a simulator behind."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+__all__ = ["SimProcess", "kubectl_path"]
 
 
 def kubectl_path() -> str:

@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -23,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from dsctl.app.childproc import die_with_parent
 from dsctl.app.config import Settings
 from dsctl.app.logging import configure_logging
 from dsctl.kube import errors
@@ -84,17 +86,6 @@ def rolled_out(ds: Mapping[str, Any]) -> bool:
     )
 
 
-def _die_with_parent() -> None:
-    """In the child: ask Linux for SIGTERM when this process dies, so a killed ``dsctl sim``
-    never leaves its simulator running. Elsewhere it does nothing."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
 @contextlib.asynccontextmanager
 async def simulated_cluster(*, nodes: int, pod_startup: float, workdir: Path) -> AsyncIterator[tuple[str, Path]]:
     """Run ``dsctl sim serve`` as a child process; yields (url, kubeconfig path)."""
@@ -103,7 +94,7 @@ async def simulated_cluster(*, nodes: int, pod_startup: float, workdir: Path) ->
         sys.executable, "-m", "dsctl.sim", "serve", "--port", "0", "--nodes", str(nodes),
         "--kubeconfig", str(kubeconfig), "--pod-startup-seconds", str(pod_startup),
         stdout=asyncio.subprocess.PIPE, stderr=open(workdir / "sim.log", "wb"),  # noqa: SIM115, ASYNC230
-        preexec_fn=_die_with_parent,
+        preexec_fn=die_with_parent,
     )
     try:
         assert proc.stdout is not None
@@ -234,6 +225,8 @@ async def run_demo(args: argparse.Namespace) -> int:
         results = await asyncio.gather(controller_task, progress_task, stopper, return_exceptions=True)
         if isinstance(results[0], int) and results[0] != 0:
             code = results[0]
+    if code == 0:  # the cluster is gone, so is the kubeconfig's use; a failure keeps sim.log to read
+        await asyncio.to_thread(shutil.rmtree, workdir, ignore_errors=True)
     return code
 
 
