@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import os
 import signal
 import socket
@@ -25,6 +24,7 @@ import structlog
 from prometheus_client import CollectorRegistry, Info, disable_created_metrics
 
 from dsctl import __version__
+from dsctl.app.collector import freeze_caches, tune_collector
 from dsctl.app.config import RESOURCE_CRD, Settings
 from dsctl.app.health import HealthChecks
 from dsctl.app.http import HttpEndpoints
@@ -61,6 +61,7 @@ async def run(
 ) -> int:
     """Run the controller until ``stop`` is set or leadership is lost; returns the exit code."""
     stop = stop or asyncio.Event()
+    tune_collector()
     disable_created_metrics()  # type: ignore[no-untyped-call]
     me = identity()
     registry = CollectorRegistry()
@@ -101,12 +102,9 @@ async def run(
         synced = await _wait_either(controller.wait_for_sync(), stop)
         if not synced:
             return 0
-        # The caches now hold up to a million long-lived dicts; moving them out of the cyclic
-        # GC's generations keeps every full collection from rescanning them.
-        gc.collect()
-        gc.freeze()
+        frozen = freeze_caches()
         log.info("caches_synced", resource=resource.label, namespace=settings.namespace or "*",
-                 frozen_objects=gc.get_freeze_count())
+                 frozen_objects=frozen)
 
         if settings.leader_elect:
             elector = LeaderElector(
