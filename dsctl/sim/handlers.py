@@ -3,8 +3,11 @@
 Each handler turns an already-routed request (``RequestInfo``) into storage calls and a
 response. Request bodies go through defaulting and validation (``semantics.admit``) before
 storage sees them; errors are raised as ``StorageError`` and rendered by the server's
-request wrapper. Responses reuse each object's cached JSON whenever no Table is wanted.
-``dryRun=All`` runs defaulting, validation and conflict checks but stores nothing.
+request wrapper. Before that, every create, update and patch (status writes included) decodes
+its object the way the request's ``fieldValidation`` asks (``fieldvalidation``): unknown
+fields fail the write, or are dropped with or without a ``Warning`` header. Responses reuse
+each object's cached JSON whenever no Table is wanted. ``dryRun=All`` runs defaulting,
+validation and conflict checks but stores nothing.
 """
 
 from __future__ import annotations
@@ -12,11 +15,13 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+import structlog
 from aiohttp import web
 
 from dsctl.api.fields import FieldSelector, FieldSelectorError, parse_field_selector
 from dsctl.api.labels import Selector, SelectorError, parse_selector
 from dsctl.sim import semantics
+from dsctl.sim.apiwarnings import add_warnings
 from dsctl.sim.errors import (
     AlreadyExists,
     BadRequest,
@@ -26,6 +31,7 @@ from dsctl.sim.errors import (
     NotFound,
     UnsupportedMediaType,
 )
+from dsctl.sim.fieldvalidation import PatchSource, check_declared_fields, field_validation
 from dsctl.sim.listing import list_body, list_chunks
 from dsctl.sim.protobuf import ProtobufError, decode_delete_options, decode_object
 from dsctl.sim.routing import RequestInfo
@@ -33,6 +39,8 @@ from dsctl.sim.state import ApiState
 from dsctl.sim.watchstream import WatchOptions, serve_watch
 
 __all__ = ["handle_resource", "json_response", "wants_table"]
+
+log = structlog.get_logger(__name__)
 
 Obj = dict[str, Any]
 _JSON = "application/json"
@@ -205,6 +213,17 @@ def _check_identity(info: RequestInfo, obj: Obj) -> Obj:
     return meta
 
 
+def _decode_fields(request: web.BaseRequest, info: RequestInfo, obj: Obj, mode: str, *,
+                   patch: PatchSource | None = None) -> None:
+    """The one field-validation step of every write: reject, or drop and maybe warn."""
+    checked = check_declared_fields(info.rt, obj, mode, version=info.version, patch=patch)
+    if checked.dropped:
+        log.info("sim_unknown_fields_dropped", verb=info.verb, resource=info.resource,
+                 name=info.name or (obj.get("metadata") or {}).get("name"), field_validation=mode,
+                 fields=checked.dropped)
+        add_warnings(request, checked.warnings)
+
+
 def _dry_run(request: web.BaseRequest) -> bool:
     """``dryRun=All``: admit and validate, but store nothing."""
     return bool(request.query.get("dryRun"))
@@ -218,9 +237,11 @@ def _dry_update(info: RequestInfo, new: Obj, old: Obj) -> Obj:
 
 
 async def _create(request: web.BaseRequest, state: ApiState, info: RequestInfo) -> web.Response:
+    mode = field_validation(request.query, verb="create")
     obj = await _body(request)
     storage = state.storage
     if info.subresource == "binding":
+        # The body is a Binding, which the field table does not hold: nothing to check.
         assert info.name is not None
         target = (obj.get("target") or {}).get("name")
         if not target:
@@ -231,6 +252,7 @@ async def _create(request: web.BaseRequest, state: ApiState, info: RequestInfo) 
                               "code": 201}, status=201)
     if info.name is not None:
         raise MethodNotAllowed(f"create is not supported on {info.resource} with a name")
+    _decode_fields(request, info, obj, mode)
     _check_identity(info, obj)
     semantics.admit(info.rt, obj, None)
     if _dry_run(request):
@@ -243,8 +265,10 @@ async def _create(request: web.BaseRequest, state: ApiState, info: RequestInfo) 
 
 
 async def _update(request: web.BaseRequest, state: ApiState, info: RequestInfo) -> web.Response:
+    mode = field_validation(request.query, verb="update")
     obj = await _body(request)
     assert info.name is not None
+    _decode_fields(request, info, obj, mode)
     _check_identity(info, obj)
     storage = state.storage
     old = storage.get(info.rt.key, info.namespace, info.name)
@@ -262,12 +286,15 @@ async def _update(request: web.BaseRequest, state: ApiState, info: RequestInfo) 
 
 async def _patch(request: web.BaseRequest, state: ApiState, info: RequestInfo) -> web.Response:
     assert info.name is not None
+    mode = field_validation(request.query, verb="patch")
     storage = state.storage
     old = storage.get(info.rt.key, info.namespace, info.name)
     if old is None:
         raise NotFound.object(plural=info.rt.plural, group=info.rt.group, name=info.name)
     body = await request.read()
-    new = semantics.patched(info.rt, old, body, request.headers.get("Content-Type", ""))
+    content_type = request.headers.get("Content-Type", "")
+    new = semantics.patched(info.rt, old, body, content_type)
+    _decode_fields(request, info, new, mode, patch=PatchSource(content_type, body))
     _check_identity(info, new)
     if info.subresource is None:
         semantics.admit(info.rt, new, old)

@@ -4,7 +4,8 @@ Routing is done here by hand over the split path (``/api``, ``/apis``, ``/openap
 ``/version``, health checks, ``/metrics``, and the simulator's ``/sim/`` admin API) rather than with one
 aiohttp route per resource, because CRDs add resources at run time. One handler wraps
 every request: it renders ``StorageError`` as a ``Status`` body, injects the configured
-faults into resource requests, and appends the request to the request log.
+faults into resource requests, adds the request's API warnings as ``Warning`` headers (to
+failures too, as kube-apiserver does), and appends the request to the request log.
 
 ``SimServer`` owns the runner: ``await start(host=, port=)`` returns the URL (port 0 picks a
 free port) and ``await stop()`` ends every watch stream and closes the listener.
@@ -22,6 +23,7 @@ from aiohttp import web
 
 from dsctl.sim import discovery_routes
 from dsctl.sim.admin import handle_admin
+from dsctl.sim.apiwarnings import attach_warnings
 from dsctl.sim.errors import NotFound, StorageError, Unauthorized, status_body
 from dsctl.sim.handlers import handle_resource, json_response
 from dsctl.sim.metrics import CONTENT_TYPE, SimMetrics
@@ -73,7 +75,9 @@ async def _handle(request: web.BaseRequest, state: ApiState) -> web.StreamRespon
         resp = await _dispatch(request, state)
     except StorageError as err:
         _record(request, state, err.code, started)
-        return _error_response(err)
+        failed = _error_response(err)
+        attach_warnings(request, failed)
+        return failed
     except asyncio.CancelledError:
         raise
     except Exception as err:
@@ -81,6 +85,7 @@ async def _handle(request: web.BaseRequest, state: ApiState) -> web.StreamRespon
         _record(request, state, 500, started)
         body = status_body(code=500, reason="InternalError", message=f"internal error: {err!r}")
         return web.Response(body=orjson.dumps(body), status=500, content_type="application/json")
+    attach_warnings(request, resp)
     info: RequestInfo | None = request.get(_INFO)
     if info is None or info.verb != "watch":
         _record(request, state, resp.status, started)

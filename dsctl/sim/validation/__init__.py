@@ -22,10 +22,10 @@ after the patch is applied):
 
 ``unknown_fields(key: str, obj: dict) -> list[str]`` / ``prune_unknown_fields(key, obj)``
     Fields a built-in type does not declare (``spec.template.spec.containers[0].imagee``).
-    kube-apiserver answers ``fieldValidation=Strict`` (plain ``kubectl apply``) with 400
-    ``strict decoding error: unknown field "<path>"`` (several joined by ``, ``) and drops
-    such fields silently under ``Warn``/``Ignore``; pruning reproduces the latter, and
-    ``strict_decoding_message(paths)`` builds the former's message.
+    kube-apiserver rejects them under ``fieldValidation=Strict`` (plain ``kubectl apply``)
+    with ``strict decoding error: unknown field "<path>"`` (several joined by ``, ``), which
+    ``strict_decoding_message(paths)`` builds, and drops them under ``Warn`` (with a warning)
+    and ``Ignore``, which pruning reproduces. ``dsctl.sim.fieldvalidation`` applies the modes.
 
 Also exported: ``Causes`` (the cause-list builder) and ``pull_policy_for(image)``.
 """

@@ -2,8 +2,9 @@
 
 kube-apiserver decodes built-in objects into Go structs, so a field the type does not declare
 never reaches storage: with ``fieldValidation=Strict`` (what plain ``kubectl apply`` sends) the
-write fails with 400 ``strict decoding error: unknown field "spec.templat"``; with ``Warn`` or
-``Ignore`` the field is silently dropped. The simulator keeps dicts, so it needs the list of
+write fails with ``strict decoding error: unknown field "spec.templat"``; with ``Warn`` the
+field is dropped and reported in a ``Warning`` header, with ``Ignore`` it is dropped silently
+(``dsctl.sim.fieldvalidation`` applies the modes). The simulator keeps dicts, so it needs the list of
 declared fields: ``fields.json`` holds the field tree of each served built-in type (names
 and nesting only, no descriptions), generated from the Kubernetes v1.36 OpenAPI definitions;
 ``tests/sim/test_validation_strict.py`` regenerates it and fails when it drifts.
@@ -36,51 +37,73 @@ def unknown_fields(key: str, obj: Mapping[str, Any]) -> list[str]:
     """Paths (``spec.template.spec.containers[0].imagee``) of fields the type does not declare.
 
     ``key`` is the storage key; custom resources and other unknown keys report nothing.
+    Paths come in document order.
     """
     found: list[str] = []
-    root = _table()["roots"].get(key)
+    table = _table()
+    root = table["roots"].get(key)
     if root is not None:
-        _walk(obj, root, "", found, prune=False)
+        _walk(obj, root, table["types"], [], found, prune=False)
     return found
 
 
 def prune_unknown_fields(key: str, obj: dict[str, Any]) -> list[str]:
     """Remove undeclared fields from ``obj`` in place; returns the paths removed."""
     found: list[str] = []
-    root = _table()["roots"].get(key)
+    table = _table()
+    root = table["roots"].get(key)
     if root is not None:
-        _walk(obj, root, "", found, prune=True)
+        _walk(obj, root, table["types"], [], found, prune=True)
     return found
 
 
-def _join(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
+def _path(trail: list[str | int], name: str) -> str:
+    out = ""
+    for part in (*trail, name):
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out = f"{out}.{part}" if out else part
+    return out
 
 
-def _walk(value: Any, spec: Any, path: str, found: list[str], *, prune: bool) -> None:
-    if spec == 0 or value is None:
-        return
+def _walk(  # noqa: PLR0917
+    value: Any, spec: Any, types: dict[str, Any], trail: list[str | int], found: list[str], prune: bool
+) -> None:
+    # Runs on every write (pod creates included), so the path of a field is built only when
+    # the field turns out to be unknown; ``trail`` holds the way down meanwhile.
     if isinstance(spec, str):
         if not isinstance(value, dict):
             return
-        fields = _table()["types"][spec]
-        for name in list(value):
-            here = _join(path, name)
-            if name not in fields:
-                found.append(here)
-                if prune:
-                    del value[name]
-            else:
-                _walk(value[name], fields[name], here, found, prune=prune)
+        fields = types[spec]
+        unknown: list[str] = []
+        for name, item in value.items():
+            sub = fields.get(name)
+            if sub is None:
+                found.append(_path(trail, name))
+                unknown.append(name)
+            elif sub != 0 and item is not None:
+                trail.append(name)
+                _walk(item, sub, types, trail, found, prune)
+                trail.pop()
+        if prune:
+            for name in unknown:
+                del value[name]
     elif isinstance(spec, list):
         if isinstance(value, list):
-            for i, item in enumerate(value):
-                _walk(item, spec[0], f"{path}[{i}]", found, prune=prune)
+            for index, item in enumerate(value):
+                if item is not None:
+                    trail.append(index)
+                    _walk(item, spec[0], types, trail, found, prune)
+                    trail.pop()
     elif isinstance(spec, dict) and isinstance(value, dict):
         for name, item in value.items():
-            _walk(item, spec["*"], _join(path, name), found, prune=prune)
+            if item is not None:
+                trail.append(name)
+                _walk(item, spec["*"], types, trail, found, prune)
+                trail.pop()
 
 
 def strict_decoding_message(paths: list[str]) -> str:
-    """The 400 message kube-apiserver gives under ``fieldValidation=Strict``."""
+    """The strict decoding error kube-apiserver reports under ``fieldValidation=Strict``."""
     return "strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in paths)
