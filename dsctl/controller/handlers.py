@@ -21,6 +21,7 @@ from dsctl.api.pods import controller_ref, is_pod_ready
 from dsctl.daemonset.access import deletion_timestamp, min_ready_seconds
 from dsctl.daemonset.eligibility import eligibility_signature, node_should_run
 from dsctl.daemonset.expectations import Expectations
+from dsctl.daemonset.podchange import same_for_planning
 from dsctl.informer import object_key
 
 __all__ = ["Handlers"]
@@ -141,13 +142,16 @@ class Handlers:
                 self._enqueue(match)
 
     def on_pod_update(self, old: Obj, new: Obj) -> None:
-        """Owner changes, readiness flips and label changes all reach the right DaemonSets."""
+        """Owner changes, readiness flips and label changes all reach the right DaemonSets;
+        updates that change nothing a planner reads are dropped (see ``daemonset.podchange``)."""
         old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
         if old_meta.get("resourceVersion") == new_meta.get("resourceVersion"):
             return
         if deletion_timestamp(new) and not deletion_timestamp(old):
             self.on_pod_delete(new)
             return
+        if same_for_planning(old, new):
+            return  # a status detail no planner reads (Pending -> Running, restarts, IPs)
         old_ref, new_ref = controller_ref(old), controller_ref(new)
         if old_ref is not None and old_ref != new_ref:
             old_key = self._owner_key(old)

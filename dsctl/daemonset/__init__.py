@@ -35,6 +35,7 @@ Public surface of the modules owned here (the rolling update and history planner
 - ``template``: ``new_pod(ds, node, *, hash, direct_binding)``, ``target_node(pod)``,
   ``is_pod_updated``, ``owner_reference``, ``HASH_LABEL``, ``GENERATION_LABEL``.
 - ``podsort``: ``sort_pods``, ``oldest``, ``group_by_node``.
+- ``podchange``: ``planning_view``, ``same_for_planning`` (pod updates no planner can see).
 - ``ownership``: ``claim``, ``adopt_patch``, ``release_patch``.
 - ``backoff``: ``FailedPodBackoff``, ``backoff_key``.
 - ``expectations``: ``Expectations``.
@@ -55,6 +56,7 @@ from dsctl.daemonset.expectations import Expectations
 from dsctl.daemonset.manage import BURST_REPLICAS, allows_surge, cap_burst, plan_manage, slow_start_batches
 from dsctl.daemonset.ownership import Claim, adopt_patch, claim, release_patch
 from dsctl.daemonset.plan import Event, Plan, PodRef, Status, merge_plans
+from dsctl.daemonset.podchange import planning_view, same_for_planning
 from dsctl.daemonset.podsort import group_by_node, oldest, sort_pods
 from dsctl.daemonset.status import availability_requeue, compute_status, status_changed, status_with
 from dsctl.daemonset.template import (
@@ -100,7 +102,9 @@ __all__ = [
     "oldest",
     "owner_reference",
     "plan_manage",
+    "planning_view",
     "release_patch",
+    "same_for_planning",
     "slow_start_batches",
     "sort_pods",
     "status_changed",

@@ -1,0 +1,49 @@
+"""Which pod updates can change what a sync decides.
+
+Kubelets update a pod's status far more often than anything a DaemonSet controller reads
+changes: container states, restart counts, IPs, probe times, and the Pending → Running step.
+Upstream syncs the owner on every one of them, and every sync walks all of the DaemonSet's
+nodes and pods. ``planning_view`` reduces a pod to what the planners can depend on, so the
+pod handler can drop an update whose view did not change, as the node handler drops
+heartbeats by ``eligibility_signature``.
+
+The planners read (``manage``, ``update``, ``status``, ``podsort``, ``ownership``, ``history``):
+
+- metadata except ``resourceVersion``: name, uid, labels (selector, revision hash, template
+  generation), ownerReferences, creation and deletion timestamps, annotations;
+- spec: ``nodeName`` (bound first, stranded pods) and the node affinity (the target node);
+- status: only whether the phase is terminal (``Failed``, ``Succeeded``) and the Ready
+  condition, whose transition time matters only while it is True (availability counts
+  ``minReadySeconds`` from it).
+
+Everything else in metadata and spec is kept as is, so the view errs on the side of a sync.
+Assumption: any field a planner starts reading must be reflected here; the table in
+``tests/unit/daemonset/test_podchange.py`` pins the current list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dsctl.api.pods import pod_ready_condition
+from dsctl.daemonset.access import as_map, meta, phase, spec
+
+__all__ = ["planning_view", "same_for_planning"]
+
+_TERMINAL = ("Failed", "Succeeded")
+
+
+def planning_view(pod: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What of ``pod`` the planners can depend on; equal views plan alike."""
+    metadata = {k: v for k, v in meta(pod).items() if k != "resourceVersion"}
+    pod_phase = phase(pod)
+    condition = as_map(pod_ready_condition(pod))
+    ready = condition.get("status") == "True"
+    since = condition.get("lastTransitionTime") if ready else None
+    return (metadata, spec(pod), pod_phase if pod_phase in _TERMINAL else "", ready, since)
+
+
+def same_for_planning(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether an update from ``old`` to ``new`` cannot change any plan or status."""
+    return planning_view(old) == planning_view(new)
