@@ -15,8 +15,12 @@ defaults. ``--daemonsets`` DaemonSets (default 3) converge to N Ready pods each.
 The heartbeat-handling cost is the window's controller CPU minus the idle baseline over the same
 length, also per node update event. Goal: 0 writes and no syncs caused by heartbeats.
 
+With ``--pod-updates-per-second R`` the window also carries R kubelet-style pod status updates
+per second (a container's ``restartCount`` raised, nothing a planner reads), cycling through
+the daemon pods: the cost of pod status churn, goal 0 syncs.
+
 Usage: ``python benchmarks/controller_steady_state.py [--nodes 5000] [--daemonsets 3]
-[--window-seconds 60]``. Prints the JSON summary; writes
+[--window-seconds 60] [--pod-updates-per-second 0] [--tag T]``. Prints the JSON summary; writes
 ``benchmarks/results/controller_steady_state.json``.
 """
 
@@ -107,6 +111,69 @@ class Heartbeats:
                 tick += 1
 
 
+class PodChurn:
+    """Kubelet-style pod status updates that change nothing a DaemonSet controller reads:
+    ``PUT pods/<name>/status`` with the first container's ``restartCount`` raised, ``rate``
+    per second, cycling through ``pods``."""
+
+    def __init__(self, url: str, pods: list[dict[str, Any]], *, rate: float, concurrency: int = 8) -> None:
+        self.url = url
+        self.pods = pods
+        self.rate = rate
+        self.concurrency = concurrency
+        self.sent = 0
+        self.errors: dict[int, int] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Run in the background until ``stop``; a rate of 0 sends nothing."""
+        if self.rate > 0 and self.pods:
+            self._task = asyncio.create_task(self._run(), name="pod-churn")
+
+    async def stop(self) -> None:
+        """Stop sending."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _run(self) -> None:
+        headers = {"Content-Type": "application/json", "User-Agent": "dsctl-bench/pod-kubelet"}
+        batch = max(1, round(self.rate / 10))
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=self.concurrency),
+                                         headers=headers) as http:
+            async def send(pod: dict[str, Any]) -> None:
+                meta = pod["metadata"]
+                for status in pod["status"].get("containerStatuses") or []:
+                    status["restartCount"] = int(status.get("restartCount") or 0) + 1
+                url = f"{self.url}/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/status"
+                async with http.put(url, data=orjson.dumps(pod)) as resp:
+                    await resp.read()
+                    if resp.status != 200:
+                        self.errors[resp.status] = self.errors.get(resp.status, 0) + 1
+                self.sent += 1
+
+            origin, tick = time.monotonic(), 0
+            while True:
+                delay = origin + tick * batch / self.rate - time.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                start = (tick * batch) % len(self.pods)
+                await asyncio.gather(*(send(p) for p in self.pods[start:start + batch]))
+                tick += 1
+
+
+async def _daemon_pods(sim: SimProcess) -> list[dict[str, Any]]:
+    """Every pod in ``default``, ready to be PUT back (no resourceVersion precondition)."""
+    async with sim.session().get(sim.url + "/api/v1/namespaces/default/pods") as resp:
+        pods: list[dict[str, Any]] = orjson.loads(await resp.read())["items"]
+    for pod in pods:
+        pod.setdefault("apiVersion", "v1")
+        pod.setdefault("kind", "Pod")
+        pod["metadata"].pop("resourceVersion", None)
+    return pods
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     sim_args = ["--log-level", "warning", "--pod-startup-seconds", "1"]
     result: dict[str, Any] = {"benchmark": NAME, "environment": environment(), "nodes": args.nodes,
@@ -149,8 +216,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             cpu1 = proc_usage(pid)
             idle_rate = (cpu1["cpu_seconds"] - cpu0["cpu_seconds"]) / args.idle_seconds
             heartbeats = Heartbeats(sim.url, nodes, period=args.heartbeat_seconds)
+            churn = PodChurn(sim.url, await _daemon_pods(sim), rate=args.pod_updates_per_second)
             cursor = (await request_log(sim, since=0))[1]
             heartbeats.start()
+            churn.start()
             await asyncio.sleep(args.heartbeat_seconds)
             warm_records, cursor, _ = await request_log(sim, since=cursor)
             syncs_before, cpu_before, sent_before = await metrics(), proc_usage(pid), heartbeats.sent
@@ -161,6 +230,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             window = time.monotonic() - window_start
             syncs_after = await metrics()
             await heartbeats.stop()
+            await churn.stop()
             records, _, dropped = await request_log(sim, since=cursor)
         finally:
             await client.close()
@@ -174,6 +244,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         return out
 
     node_updates = sum(1 for r in records if r["user_agent"] == "dsctl-bench/kubelet" and r["code"] == 200)
+    pod_updates = sum(1 for r in records if r["user_agent"] == "dsctl-bench/pod-kubelet" and r["code"] == 200)
     cpu = cpu_after["cpu_seconds"] - cpu_before["cpu_seconds"]
     heartbeat_cpu = cpu - idle_rate * window
     writes = controller_writes(records)
@@ -183,6 +254,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "node_updates_per_second": round(node_updates / window, 1),
         "heartbeat_errors": heartbeats.errors, "heartbeat_max_late_seconds": round(heartbeats.late_seconds, 2),
         "heartbeats_sent_in_window": sent_after - sent_before,
+        "pod_updates_per_second_asked": args.pod_updates_per_second,
+        "pod_status_updates_in_window": pod_updates, "pod_update_errors": churn.errors,
         "controller_writes_in_window": sum(writes.values()), "controller_writes_by_verb": writes,
         "controller_writes_in_warmup": controller_writes(warm_records),
         "controller_reads_in_window": sum(1 for r in records if str(r["user_agent"]).startswith("dsctl/")
@@ -209,10 +282,13 @@ def main() -> None:
     parser.add_argument("--heartbeat-seconds", type=float, default=10.0)
     parser.add_argument("--window-seconds", type=float, default=60.0)
     parser.add_argument("--idle-seconds", type=float, default=10.0)
+    parser.add_argument("--pod-updates-per-second", type=float, default=0.0,
+                        help="also send kubelet-style pod status updates that change no planning input")
+    parser.add_argument("--tag", default="", help="store the result as <name>-<tag>.json instead")
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--profile", action="store_true", help="py-spy the controller during the window")
     args = parser.parse_args()
-    write_result(NAME, asyncio.run(run(args)))
+    write_result(f"{NAME}-{args.tag}" if args.tag else NAME, asyncio.run(run(args)))
 
 
 if __name__ == "__main__":
