@@ -21,6 +21,7 @@ from tests.chaos.checker import ChaosChecker
 from tests.chaos.ledger import IN_FLIGHT
 from tests.chaos.recount import settle_problems
 from tests.chaos.replicas import Replicas
+from tests.invariants import EXEMPTION_SLACK, PodInfo, RolloutObserver
 from tests.poll import eventually
 from tests.simproc import SimProcess
 
@@ -147,3 +148,49 @@ async def _past_in_flight(checker: ChaosChecker, ds: dict[str, Any]) -> bool:
 
 async def _deleted_seen(checker: ChaosChecker, ds: dict[str, Any]) -> bool:
     return ds["metadata"]["uid"] in checker.ledger.deleted_rv
+
+
+async def test_pods_crossing_min_ready_as_the_controller_deletes_them_are_no_violation(
+    cluster: tuple[SimProcess, KubeClient],
+) -> None:
+    """Regression (soak seeds 50153, 50154): an exempt node is judged with ``EXEMPTION_SLACK``.
+
+    Pods that were not yet available when observation began may be deleted all at once, as
+    upstream deletes every unavailable old pod. The controller judges availability a few
+    milliseconds before the observer does; with whole-second transition times, the pods can
+    cross ``minReadySeconds`` in between. The observer's clock is injected here: it first puts
+    the pods just past ``minReadySeconds`` (available to the observer, maybe not yet to the
+    controller), then they are deleted. Once the slack has passed, deletions count again.
+    """
+    _, client = cluster
+    ds = await client.create(DAEMONSETS, daemonset("rogue", strategy=rolling(max_unavailable=1), min_ready_seconds=2),
+                             namespace="default")
+    nodes = ("node-0", "node-1", "node-2")
+    for node in nodes:
+        await client.create(PODS, _pod(ds, node, 0), namespace="default")
+    await eventually(lambda: _ready_pods(client, 3), timeout=10, message="3 ready pods")
+    since = max(PodInfo.of(p).ready_since or 0.0 for p in (await client.list(PODS, namespace="default"))["items"])
+    now = [since + 1.5]  # Ready, not yet available: every node is exempt at the start
+    async with RolloutObserver(client, "rogue", clock=lambda: now[0]) as observer:
+        now[0] = since + 2 + EXEMPTION_SLACK / 2  # available to the observer, within the slack
+        assert observer.unavailable_nodes() == set()
+        for node in nodes:
+            await client.delete(PODS, f"rogue-rogue-{node}-0", namespace="default")
+        await eventually(lambda: _async(observer.unavailable_nodes() == set(nodes)), timeout=10,
+                         message="all nodes unavailable")
+        assert not observer.violations, observer.violations
+
+        for node in nodes:
+            await client.create(PODS, _pod(ds, node, 1), namespace="default")
+        await eventually(lambda: _ready_pods(client, 3), timeout=10, message="3 new ready pods")
+        fresh = max(PodInfo.of(p).ready_since or 0.0 for p in (await client.list(PODS, namespace="default"))["items"])
+        now[0] = fresh + 2 + EXEMPTION_SLACK + 0.5  # served: the nodes count against the budget again
+        assert observer.unavailable_nodes() == set()
+        for node in nodes[:2]:
+            await client.delete(PODS, f"rogue-rogue-{node}-1", namespace="default")
+        await eventually(lambda: _async(any(v.rule == "budget" for v in observer.violations)), timeout=10,
+                         message="a budget violation once the slack has passed")
+
+
+async def _async(value: bool) -> bool:
+    return value
