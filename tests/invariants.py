@@ -10,8 +10,9 @@ After every event the per-node model is re-evaluated against:
   a percentage of desired nodes, rounded up; 0 with 0 surge means 1). With surge this is the
   same thing as "available nodes never drop below desired - maxUnavailable". Not counted:
   nodes unavailable when observation began, nodes that became desired later (a node joined,
-  a spec change) or unavailable through a spec change, each until it has been available for
-  ``EXEMPTION_SLACK``, and nodes the test marks as disturbed with ``exclude``. Checked only for the
+  a spec change) or unavailable through a spec change, each until it first becomes available
+  (for ``EXEMPTION_SLACK`` with ``minReadySeconds``), and nodes the test marks as disturbed
+  with ``exclude``. Checked only for the
   RollingUpdate strategy.
 - **pods per node**: at most 2 non-terminating daemon pods on a node with surge, 1 without.
 
@@ -69,7 +70,8 @@ milliseconds earlier or later, so a pod crossing ``minReadySeconds`` can be unav
 controller when it deletes it (upstream deletes every unavailable old pod, outside the
 budget) and available to the observer an instant later. The chaos soak found exactly that
 (seeds 50153 and 50154): a rollout started within 20 ms of the initial pods becoming
-available. Nodes that were never exempt are judged without slack.
+available. The slack applies only with ``minReadySeconds`` > 0, where availability changes
+with no event to order the two views by; nodes that were never exempt are judged without it.
 """
 
 
@@ -417,10 +419,14 @@ class RolloutObserver:
             self._crowded.discard(node)
 
     def _served(self, node: str, now: float) -> bool:
-        """Whether ``node`` has had an available pod for ``EXEMPTION_SLACK`` (see there)."""
-        return node not in self._unavailable and any(
-            self.pods[p].available(self.min_ready + EXEMPTION_SLACK, now)
-            for p in self._by_node.get(node, ()) if not self.pods[p].terminating)
+        """Whether ``node`` has an available pod, for ``EXEMPTION_SLACK`` when availability is
+        a matter of time (``minReadySeconds`` > 0; see there)."""
+        if node in self._unavailable:
+            return False
+        if self.min_ready <= 0:
+            return True
+        return any(self.pods[p].available(self.min_ready + EXEMPTION_SLACK, now)
+                   for p in self._by_node.get(node, ()) if not self.pods[p].terminating)
 
     def _evaluate(self, now: float, cause: str) -> None:
         for node, when in list(self._pending.items()):
