@@ -33,10 +33,12 @@ from dsctl.sim.errors import (
 __all__ = ["ErrorRule", "FaultConfig", "Faults", "parse_error_rule"]
 
 _REASONS = {
-    400: "BadRequest", 403: "Forbidden", 404: "NotFound", 409: "Conflict", 410: "Expired",
-    422: "Invalid", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable",
-    504: "Timeout",
+    400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 405: "MethodNotAllowed",
+    406: "NotAcceptable", 409: "Conflict", 410: "Expired", 413: "RequestEntityTooLarge",
+    415: "UnsupportedMediaType", 422: "Invalid", 429: "TooManyRequests", 500: "InternalError",
+    503: "ServiceUnavailable", 504: "Timeout",
 }
+"""The ``reason`` kube-apiserver gives each status code; any other code says InternalError."""
 
 
 @dataclass(frozen=True, slots=True)

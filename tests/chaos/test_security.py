@@ -48,7 +48,9 @@ async def test_bearer_token_never_reaches_logs_or_metrics(tmp_path: Path) -> Non
             await client.create(DAEMONSETS, daemonset("agent"), namespace="default")
             await eventually(lambda: _settled(client), timeout=30, message="agent settled")
             await sim.set_faults(errors=[
-                {"verb": "create", "resource": "pods", "code": 401, "rate": 0.5},
+                # Every create is refused while these faults last, so the rollout's first
+                # replacement logs a refusal for certain (with 0.5, one run in 64 saw none).
+                {"verb": "create", "resource": "pods", "code": 401, "rate": 1.0},
                 {"verb": "delete", "resource": "pods", "code": 403, "rate": 0.5},
                 {"verb": "*", "resource": "*", "code": 500, "rate": 0.2},
             ])
