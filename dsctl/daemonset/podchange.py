@@ -26,22 +26,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dsctl.api.pods import pod_ready_condition
+from dsctl.api.pods import is_terminal, pod_ready_condition
 from dsctl.daemonset.access import as_map, meta, phase, spec
 
 __all__ = ["planning_view", "same_for_planning"]
-
-_TERMINAL = ("Failed", "Succeeded")
 
 
 def planning_view(pod: Mapping[str, Any]) -> tuple[Any, ...]:
     """What of ``pod`` the planners can depend on; equal views plan alike."""
     metadata = {k: v for k, v in meta(pod).items() if k != "resourceVersion"}
-    pod_phase = phase(pod)
     condition = as_map(pod_ready_condition(pod))
     ready = condition.get("status") == "True"
     since = condition.get("lastTransitionTime") if ready else None
-    return (metadata, spec(pod), pod_phase if pod_phase in _TERMINAL else "", ready, since)
+    return (metadata, spec(pod), phase(pod) if is_terminal(pod) else "", ready, since)
 
 
 def same_for_planning(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
