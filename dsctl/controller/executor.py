@@ -117,7 +117,11 @@ class PlanExecutor:
 
     async def _delete_one(self, key: str, ds: Mapping[str, Any], ref: PodRef) -> str | None:
         try:
-            await self.client.delete(PODS, ref.name, namespace=ref.namespace, preconditions_uid=ref.uid or None)
+            # Not retried in place on 5xx: the delete was planned against this sync's cache
+            # (a rolling update's budget, a node's eligibility), and a retry seconds later
+            # would carry out a stale decision. The failed sync is requeued and plans again.
+            await self.client.delete(PODS, ref.name, namespace=ref.namespace,
+                                     preconditions_uid=ref.uid or None, retry_server_errors=False)
         except errors.NotFound:
             self.expectations.deletion_observed(key)
             return None

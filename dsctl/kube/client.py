@@ -297,11 +297,14 @@ class KubeClient:
         preconditions_resource_version: str | None = None,
         propagation_policy: str | None = None,
         grace_period_seconds: int | None = None,
+        retry_server_errors: bool = True,
     ) -> dict[str, Any]:
         """Delete an object; returns the server's answer (the object or a Status).
 
-        Retried on 5xx: if the first attempt did delete, the retry answers NotFound.
-        A failed ``preconditions_uid`` check answers Conflict.
+        Retried on 5xx unless ``retry_server_errors`` is false: if the first attempt did
+        delete, the retry answers NotFound. Callers whose decision to delete is only valid for
+        the cache it was made from (a rolling update's budget) pass false, fail fast and
+        decide again. A failed ``preconditions_uid`` check answers Conflict.
         """
         options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
         preconditions: dict[str, str] = {}
@@ -316,4 +319,4 @@ class KubeClient:
         if grace_period_seconds is not None:
             options["gracePeriodSeconds"] = grace_period_seconds
         path = res.path(namespace=namespace if res.namespaced else None, name=name)
-        return await self._call("delete", res, "DELETE", path, body=options, idempotent=True)
+        return await self._call("delete", res, "DELETE", path, body=options, idempotent=retry_server_errors)

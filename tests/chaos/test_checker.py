@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 
 from dsctl.kube.client import KubeClient
-from dsctl.kube.resources import DAEMONSETS, PODS
+from dsctl.kube.resources import DAEMONSETS, NODES, PODS
 from tests.builders import daemonset, rolling
 from tests.chaos.checker import ChaosChecker
 from tests.chaos.ledger import IN_FLIGHT
 from tests.chaos.recount import settle_problems
 from tests.chaos.replicas import Replicas
-from tests.invariants import EXEMPTION_SLACK, PodInfo, RolloutObserver
+from tests.invariants import BUDGET_GRACE, EXEMPTION_SLACK, PodInfo, RolloutObserver
 from tests.poll import eventually
 from tests.simproc import SimProcess
 
@@ -190,6 +190,45 @@ async def test_pods_crossing_min_ready_as_the_controller_deletes_them_are_no_vio
             await client.delete(PODS, f"rogue-rogue-{node}-1", namespace="default")
         await eventually(lambda: _async(any(v.rule == "budget" for v in observer.violations)), timeout=10,
                          message="a budget violation once the slack has passed")
+
+
+async def test_a_budget_shrunk_by_the_cluster_judges_deletions_in_flight_by_the_old_one(
+    cluster: tuple[SimProcess, KubeClient],
+) -> None:
+    """Regression (soak seed 50073): a node leaving the desired set lowers a percentage budget.
+
+    ``maxUnavailable: 50%`` is 2 of 3 nodes but 1 of 2. When node-2 becomes ineligible, the
+    deletions the controller decided under the old budget may still be landing: within
+    ``BUDGET_GRACE`` they are judged by it, and nodes that stay unavailable afterwards are not
+    a new finding. A further node lost once the grace is over is a violation.
+    """
+    _, client = cluster
+    ds = await client.create(DAEMONSETS, daemonset("rogue", strategy=rolling(max_unavailable="50%")),
+                             namespace="default")
+    for node in ("node-0", "node-1", "node-2"):
+        await client.create(PODS, _pod(ds, node, 0), namespace="default")
+    await eventually(lambda: _ready_pods(client, 3), timeout=10, message="3 ready pods")
+    now = [time.time()]
+    async with RolloutObserver(client, "rogue", clock=lambda: now[0]) as observer:
+        assert observer.budget == 2
+        taint = {"key": "example.com/drained", "value": "yes", "effect": "NoSchedule"}
+        await client.patch(NODES, "node-2", {"spec": {"taints": [taint]}})
+        await eventually(lambda: _async(observer.budget == 1), timeout=10, message="budget shrunk to 1")
+        now[0] += BUDGET_GRACE / 2
+        for node in ("node-0", "node-1"):
+            await client.delete(PODS, f"rogue-rogue-{node}-0", namespace="default")
+        await eventually(lambda: _async(observer.unavailable_nodes() == {"node-0", "node-1"}), timeout=10,
+                         message="both nodes unavailable")
+        now[0] += BUDGET_GRACE
+        assert observer.unavailable_nodes() == {"node-0", "node-1"}
+        assert not observer.violations, observer.violations
+
+        await client.create(PODS, _pod(ds, "node-0", 1), namespace="default")
+        await eventually(lambda: _async(observer.unavailable_nodes() == {"node-1"}), timeout=10,
+                         message="node-0 served again")
+        await client.delete(PODS, "rogue-rogue-node-0-1", namespace="default")
+        await eventually(lambda: _async(any(v.rule == "budget" for v in observer.violations)), timeout=10,
+                         message="a budget violation once the grace has passed")
 
 
 async def _async(value: bool) -> bool:

@@ -18,6 +18,7 @@ from tests.builders import daemonset, node, rolling
 from tests.controllerproc import ControllerProcess
 from tests.integration.clusterview import daemon_pods
 from tests.invariants import RolloutObserver, update_template
+from tests.poll import eventually
 from tests.simproc import SimProcess
 
 STARTUP = ["--pod-startup-seconds", "0.2"]
@@ -152,4 +153,33 @@ async def test_node_joining_mid_rollout_gets_the_new_template(
         await obs.wait_rolled_out(30)
         assert "node-late" in obs.desired
     obs.assert_clean()
+    assert await images(kube, "agent") == {"registry.example/agent:2.0"}
+
+
+def _logged(controller: ControllerProcess, event: str, **fields: str) -> list[dict[str, Any]]:
+    return [e for e in controller.logs if e.get("event") == event and all(e.get(k) == v for k, v in fields.items())]
+
+
+async def _failed_deletes(controller: ControllerProcess, at_least: int) -> bool:
+    return len(_logged(controller, "event", reason="FailedDelete")) >= at_least
+
+
+@fleet(4)
+async def test_a_failed_delete_is_planned_again_not_retried_in_place(
+    sim: SimProcess, kube: KubeClient, controller: ControllerProcess
+) -> None:
+    """A pod delete the server fails with 500 fails the sync, which plans again on a fresh cache.
+
+    Retrying in place would carry out a decision made on a cache that may be seconds old by
+    the time the retry lands (soak seed 50073: a budget that had shrunk meanwhile).
+    """
+    await settled(kube, quick_exit(daemonset("agent", strategy=rolling(max_unavailable=1))))
+    async with RolloutObserver(kube, "agent") as obs:
+        await sim.set_faults(errors=[{"verb": "delete", "resource": "pods", "code": 500, "rate": 1.0}])
+        await update_template(kube, "agent", image="registry.example/agent:2.0")
+        await eventually(lambda: _failed_deletes(controller, 2), timeout=20, message="two failed delete attempts")
+        await sim.set_faults()
+        await obs.wait_rolled_out(30)
+    obs.assert_clean()
+    assert _logged(controller, "kube.request.retry", verb="delete", resource="pods") == []
     assert await images(kube, "agent") == {"registry.example/agent:2.0"}
