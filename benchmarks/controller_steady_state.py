@@ -55,112 +55,122 @@ NAME = "controller_steady_state"
 READ_VERBS = frozenset({"get", "list", "watch"})
 
 
-class Heartbeats:
-    """Sends node status heartbeats for all nodes, paced evenly over ``period`` seconds."""
+class _StatusWriter:
+    """A background sender of ``PUT .../status`` requests, as kubelets send them.
 
-    def __init__(self, url: str, nodes: list[dict[str, Any]], *, period: float, concurrency: int = 8) -> None:
+    ``start`` runs ``_beat`` in a task until ``stop``, which re-raises a failure of the sender.
+    ``sent`` counts requests, ``errors`` non-200 answers by status code.
+    """
+
+    agent = "dsctl-bench/kubelet"
+    task_name = "status-writer"
+
+    def __init__(self, url: str, *, concurrency: int = 8) -> None:
         self.url = url
-        self.nodes = nodes
-        self.period = period
         self.concurrency = concurrency
         self.sent = 0
         self.errors: dict[int, int] = {}
-        self.late_seconds = 0.0
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         """Run in the background until ``stop``."""
-        self._task = asyncio.create_task(self._run(), name="heartbeats")
+        self._task = asyncio.create_task(self._run(), name=self.task_name)
 
     async def stop(self) -> None:
         """Stop sending; re-raises a failure of the sender."""
-        assert self._task is not None
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-
-    async def _run(self) -> None:
-        slices = 100
-        per_slice = -(-len(self.nodes) // slices)
-        headers = {"Content-Type": "application/json", "User-Agent": "dsctl-bench/kubelet"}
-        connector = aiohttp.TCPConnector(limit=self.concurrency)
-        async with aiohttp.ClientSession(connector=connector, headers=headers) as http:
-            async def send(node: dict[str, Any], stamp: str) -> None:
-                for cond in node["status"]["conditions"]:
-                    cond["lastHeartbeatTime"] = stamp
-                name = node["metadata"]["name"]
-                async with http.put(f"{self.url}/api/v1/nodes/{name}/status", data=orjson.dumps(node)) as resp:
-                    await resp.read()
-                    if resp.status != 200:
-                        self.errors[resp.status] = self.errors.get(resp.status, 0) + 1
-                self.sent += 1
-
-            origin = time.monotonic()
-            step = self.period / slices
-            tick = 0
-            while True:
-                due = origin + tick * step
-                delay = due - time.monotonic()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                else:
-                    self.late_seconds = max(self.late_seconds, -delay)
-                start = (tick % slices) * per_slice
-                stamp = format_rfc3339(time.time())
-                await asyncio.gather(*(send(n, stamp) for n in self.nodes[start:start + per_slice]))
-                tick += 1
-
-
-class PodChurn:
-    """Kubelet-style pod status updates that change nothing a DaemonSet controller reads:
-    ``PUT pods/<name>/status`` with the first container's ``restartCount`` raised, ``rate``
-    per second, cycling through ``pods``."""
-
-    def __init__(self, url: str, pods: list[dict[str, Any]], *, rate: float, concurrency: int = 8) -> None:
-        self.url = url
-        self.pods = pods
-        self.rate = rate
-        self.concurrency = concurrency
-        self.sent = 0
-        self.errors: dict[int, int] = {}
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        """Run in the background until ``stop``; a rate of 0 sends nothing."""
-        if self.rate > 0 and self.pods:
-            self._task = asyncio.create_task(self._run(), name="pod-churn")
-
-    async def stop(self) -> None:
-        """Stop sending."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
     async def _run(self) -> None:
-        headers = {"Content-Type": "application/json", "User-Agent": "dsctl-bench/pod-kubelet"}
-        batch = max(1, round(self.rate / 10))
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=self.concurrency),
-                                         headers=headers) as http:
-            async def send(pod: dict[str, Any]) -> None:
-                meta = pod["metadata"]
-                for status in pod["status"].get("containerStatuses") or []:
-                    status["restartCount"] = int(status.get("restartCount") or 0) + 1
-                url = f"{self.url}/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/status"
-                async with http.put(url, data=orjson.dumps(pod)) as resp:
-                    await resp.read()
-                    if resp.status != 200:
-                        self.errors[resp.status] = self.errors.get(resp.status, 0) + 1
-                self.sent += 1
+        headers = {"Content-Type": "application/json", "User-Agent": self.agent}
+        connector = aiohttp.TCPConnector(limit=self.concurrency)
+        async with aiohttp.ClientSession(connector=connector, headers=headers) as http:
+            await self._beat(http)
 
-            origin, tick = time.monotonic(), 0
-            while True:
-                delay = origin + tick * batch / self.rate - time.monotonic()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                start = (tick * batch) % len(self.pods)
-                await asyncio.gather(*(send(p) for p in self.pods[start:start + batch]))
-                tick += 1
+    async def _put(self, http: aiohttp.ClientSession, path: str, body: dict[str, Any]) -> None:
+        async with http.put(self.url + path, data=orjson.dumps(body)) as resp:
+            await resp.read()
+            if resp.status != 200:
+                self.errors[resp.status] = self.errors.get(resp.status, 0) + 1
+        self.sent += 1
+
+    async def _beat(self, http: aiohttp.ClientSession) -> None:
+        raise NotImplementedError
+
+
+class Heartbeats(_StatusWriter):
+    """Sends node status heartbeats for all nodes, paced evenly over ``period`` seconds."""
+
+    task_name = "heartbeats"
+
+    def __init__(self, url: str, nodes: list[dict[str, Any]], *, period: float, concurrency: int = 8) -> None:
+        super().__init__(url, concurrency=concurrency)
+        self.nodes = nodes
+        self.period = period
+        self.late_seconds = 0.0
+
+    async def _beat(self, http: aiohttp.ClientSession) -> None:
+        slices = 100
+        per_slice = -(-len(self.nodes) // slices)
+
+        async def send(node: dict[str, Any], stamp: str) -> None:
+            for cond in node["status"]["conditions"]:
+                cond["lastHeartbeatTime"] = stamp
+            await self._put(http, f"/api/v1/nodes/{node['metadata']['name']}/status", node)
+
+        origin = time.monotonic()
+        step = self.period / slices
+        tick = 0
+        while True:
+            due = origin + tick * step
+            delay = due - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            else:
+                self.late_seconds = max(self.late_seconds, -delay)
+            start = (tick % slices) * per_slice
+            stamp = format_rfc3339(time.time())
+            await asyncio.gather(*(send(n, stamp) for n in self.nodes[start:start + per_slice]))
+            tick += 1
+
+
+class PodChurn(_StatusWriter):
+    """Kubelet-style pod status updates that change nothing a DaemonSet controller reads:
+    ``PUT pods/<name>/status`` with the first container's ``restartCount`` raised, ``rate``
+    per second, cycling through ``pods``."""
+
+    agent = "dsctl-bench/pod-kubelet"
+    task_name = "pod-churn"
+
+    def __init__(self, url: str, pods: list[dict[str, Any]], *, rate: float, concurrency: int = 8) -> None:
+        super().__init__(url, concurrency=concurrency)
+        self.pods = pods
+        self.rate = rate
+
+    def start(self) -> None:
+        """Run in the background until ``stop``; a rate of 0 sends nothing."""
+        if self.rate > 0 and self.pods:
+            super().start()
+
+    async def _beat(self, http: aiohttp.ClientSession) -> None:
+        batch = max(1, round(self.rate / 10))
+
+        async def send(pod: dict[str, Any]) -> None:
+            meta = pod["metadata"]
+            for status in pod["status"].get("containerStatuses") or []:
+                status["restartCount"] = int(status.get("restartCount") or 0) + 1
+            await self._put(http, f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/status", pod)
+
+        origin, tick = time.monotonic(), 0
+        while True:
+            delay = origin + tick * batch / self.rate - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            start = (tick * batch) % len(self.pods)
+            await asyncio.gather(*(send(p) for p in self.pods[start:start + batch]))
+            tick += 1
 
 
 async def _daemon_pods(sim: SimProcess) -> list[dict[str, Any]]:
