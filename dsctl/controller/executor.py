@@ -42,6 +42,14 @@ class ExecutionResult:
     errors: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """Why one create failed."""
+
+    message: str
+    namespace_terminating: bool = False
+
+
 @dataclass
 class PlanExecutor:
     """Executes plans for one controller. Stateless apart from the injected collaborators."""
@@ -75,13 +83,14 @@ class PlanExecutor:
         await self._delete_all(key=key, ds=ds, pods=deletes, result=result)
         return result
 
-    async def _create_one(self, ds: Mapping[str, Any], node: str, hash_: str) -> str | None:
+    async def _create_one(self, ds: Mapping[str, Any], node: str, hash_: str) -> _Failure | None:
         namespace = (ds.get("metadata") or {}).get("namespace") or "default"
         body = new_pod(ds, node, hash=hash_, direct_binding=self.direct_binding)
         try:
             created = await self.client.create(PODS, body, namespace=namespace)
         except errors.ApiError as exc:
-            return f"{exc.reason or exc.status}: {exc.message}"
+            terminating = isinstance(exc, errors.Forbidden) and exc.namespace_terminating
+            return _Failure(f"{exc.reason or exc.status}: {exc.message}", namespace_terminating=terminating)
         name = (created.get("metadata") or {}).get("name", "")
         self.recorder.record(ds, "Normal", "SuccessfulCreate", f"Created pod: {name}")
         return None
@@ -101,13 +110,21 @@ class PlanExecutor:
             outcomes = await asyncio.gather(*(self._create_one(ds, node, hash_) for node in batch))
             failures = [(node, err) for node, err in zip(batch, outcomes, strict=True) if err is not None]
             result.created += len(batch) - len(failures)
+            position += size
+            if any(err.namespace_terminating for _, err in failures):
+                # The namespace is being deleted, and the DaemonSet with it: every further
+                # create would be refused too. Not an error, and, as upstream, the refused
+                # creates stay expected, so no sync tries again before the deletion arrives.
+                skipped = len(nodes) - position
+                self.expectations.lower(key, adds=skipped, dels=0)
+                log.info("creates_abandoned", daemonset=key, skipped=skipped, reason="namespace terminating")
+                return
             for node, err in failures:
                 self.expectations.creation_observed(key)
-                self.recorder.record(ds, "Warning", "FailedCreate", f"Error creating: {err}")
-                result.errors.append(f"create on {node}: {err}")
+                self.recorder.record(ds, "Warning", "FailedCreate", f"Error creating: {err.message}")
+                result.errors.append(f"create on {node}: {err.message}")
                 if self.on_create_failure is not None:
-                    self.on_create_failure(key, err)
-            position += size
+                    self.on_create_failure(key, err.message)
             if failures:
                 skipped = len(nodes) - position
                 if skipped > 0:

@@ -111,6 +111,11 @@ class EventRecorder:
             self._tokens = {k: v for k, v in self._tokens.items() if now - v[1] < horizon}
         return True
 
+    @property
+    def pending(self) -> int:
+        """Events recorded and not yet handed to the API server."""
+        return self._queue.qsize()
+
     def start(self) -> None:
         """Start the sink task."""
         self._task = asyncio.create_task(self._drain(), name="event-recorder")
@@ -123,7 +128,7 @@ class EventRecorder:
             async with asyncio.timeout(timeout):
                 await self._queue.join()
         except TimeoutError:
-            log.warning("events_unflushed", pending=self._queue.qsize())
+            log.warning("events_unflushed", pending=self.pending)
         self._task.cancel()
         await asyncio.gather(self._task, return_exceptions=True)
         self._task = None

@@ -74,7 +74,8 @@ class ApiError(KubeError):
 
     @property
     def causes(self) -> list[Mapping[str, Any]]:
-        """Field-level causes of an Invalid (422) error: ``[{field, message, reason}]``."""
+        """The Status causes: field-level ones of an Invalid (422) error, ``[{field, message, reason}]``,
+        or why admission refused a request (``NamespaceTerminating``)."""
         causes = self.details.get("causes")
         return [c for c in causes if isinstance(c, Mapping)] if isinstance(causes, list) else []
 
@@ -88,7 +89,13 @@ class Unauthorized(ApiError):
 
 
 class Forbidden(ApiError):
-    """403: authenticated, but RBAC does not allow this verb on this resource."""
+    """403: authenticated, but RBAC does not allow this verb on this resource, or admission
+    refused it (a create in a terminating namespace: :attr:`namespace_terminating`)."""
+
+    @property
+    def namespace_terminating(self) -> bool:
+        """Whether the create was refused because its namespace is being deleted."""
+        return any(cause.get("reason") == "NamespaceTerminating" for cause in self.causes)
 
 
 class NotFound(ApiError):

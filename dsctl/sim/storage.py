@@ -45,7 +45,7 @@ from dsctl.sim.registry import Registry, ResourceType
 from dsctl.sim.table import Table
 from dsctl.sim.watch import Doc, Watcher, WatchEvent
 
-__all__ = ["Storage", "WatchEvent", "Watcher"]
+__all__ = ["NAMESPACE_TERMINATING", "Storage", "WatchEvent", "Watcher"]
 
 log = structlog.get_logger(__name__)
 
@@ -55,6 +55,8 @@ _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 _NAMESPACES = "namespaces"
+NAMESPACE_TERMINATING = "NamespaceTerminating"
+"""The ``Status`` cause reason of a create refused because its namespace is terminating."""
 
 
 class Storage(ReadView):
@@ -133,7 +135,7 @@ class Storage(ReadView):
         if not isinstance(meta, dict):
             raise BadRequest("metadata must be an object")
         meta = dict(meta)
-        ns = self._resolve_namespace(rt, namespace, meta)
+        ns = self._resolve_namespace(rt, namespace, meta, creating=True)
         name = meta.get("name") or ""
         if not name:
             prefix = meta.get("generateName") or ""
@@ -264,7 +266,7 @@ class Storage(ReadView):
             raise NotFound.object(plural=rt.plural, group=rt.group, name=name)
         check_preconditions(current.obj, uid=uid, resource_version=resource_version)
         if key == _NAMESPACES:
-            return self._delete_namespace(table, name)
+            return self._delete_namespace(table, current)
         outcome, obj = deletion_outcome(
             rt, current.obj, grace_period_seconds=grace_period_seconds, propagation_policy=propagation_policy,
             has_dependents=self.owners.has_dependents(current.obj["metadata"]["uid"]), timestamp=self.timestamp,
@@ -275,16 +277,36 @@ class Storage(ReadView):
             return obj
         return self._commit(table, "MODIFIED", ns, name, obj, current)
 
-    def _delete_namespace(self, table: Table, name: str) -> Obj:
+    def _delete_namespace(self, table: Table, current: Doc) -> Obj:
+        """Mark the namespace ``Terminating``: creates in it are refused from now on, and the
+        control plane's namespace controller deletes its contents, then the namespace."""
+        name = str(current.obj["metadata"]["name"])
         if name in _PROTECTED_NAMESPACES:
             raise Forbidden(f'namespaces "{name}" is forbidden: this namespace may not be deleted')
-        for other in list(self._tables.values()):
-            if other.rt.namespaced:
-                for doc in list(other.by_ns.get(name, {}).values()):
-                    self._remove(other, name, doc.obj["metadata"]["name"])
+        if current.obj["metadata"].get("deletionTimestamp"):
+            return current.obj
+        marked = {**current.obj, "metadata": {**current.obj["metadata"], "deletionTimestamp": self.timestamp()},
+                  "status": {**(current.obj.get("status") or {}), "phase": "Terminating"}}
+        return self._commit(table, "MODIFIED", "", name, marked, current)
+
+    def namespace_contents(self, namespace: str) -> list[tuple[str, Obj]]:
+        """``(resource key, object)`` for every object stored in ``namespace``."""
+        return [(key, doc.obj) for key, table in self._tables.items() if table.rt.namespaced
+                for doc in list(table.by_ns.get(namespace, {}).values())]
+
+    def finalize_namespace(self, name: str) -> Obj:
+        """Remove a terminating namespace once nothing is left in it (Conflict otherwise)."""
+        table = self.table(_NAMESPACES)
+        current = table.get("", name)
+        if current is None:
+            raise NotFound.object(plural=_NAMESPACES, group="", name=name)
+        if not current.obj["metadata"].get("deletionTimestamp"):
+            raise Conflict(f'namespace "{name}" is not being deleted')
+        if self.namespace_contents(name):
+            raise Conflict(f'namespace "{name}" still has content')
         return self._remove(table, "", name)
 
-    def _resolve_namespace(self, rt: ResourceType, namespace: str | None, meta: Obj) -> str:
+    def _resolve_namespace(self, rt: ResourceType, namespace: str | None, meta: Obj, *, creating: bool = False) -> str:
         if not rt.namespaced:
             return ""
         in_body = meta.get("namespace") or None
@@ -298,8 +320,16 @@ class Storage(ReadView):
         space = self._tables[_NAMESPACES].get("", ns)
         if space is None:
             raise NotFound.object(plural=_NAMESPACES, group="", name=ns)
-        if space.obj["metadata"].get("deletionTimestamp"):
-            raise Forbidden(f"unable to create new content in namespace {ns} because it is being terminated")
+        if creating and space.obj["metadata"].get("deletionTimestamp"):
+            # What the NamespaceLifecycle admission plugin answers; clients look for the cause.
+            name = meta.get("name") or ""
+            raise Forbidden(
+                f'{rt.plural} "{name}" is forbidden: unable to create new content in namespace {ns} '
+                "because it is being terminated",
+                details={"name": name, "kind": rt.plural, **({"group": rt.group} if rt.group else {}),
+                         "causes": [{"reason": NAMESPACE_TERMINATING, "field": "metadata.namespace",
+                                     "message": f"namespace {ns} is being terminated"}]},
+            )
         return str(ns)
 
     def _generate_name(self, table: Table, ns: str, prefix: str) -> str:

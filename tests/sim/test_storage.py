@@ -10,7 +10,7 @@ import pytest
 from dsctl.api.fields import parse_field_selector
 from dsctl.api.labels import parse_selector
 from dsctl.sim.errors import AlreadyExists, BadRequest, Conflict, Forbidden, Gone, Invalid, NotFound
-from dsctl.sim.storage import Storage
+from dsctl.sim.storage import NAMESPACE_TERMINATING, Storage
 
 
 class _Clock:
@@ -216,14 +216,25 @@ async def test_slow_watcher_is_cut_off() -> None:
     assert w not in s.watchers("pods")
 
 
-def test_namespace_delete_removes_contents() -> None:
-    """Deleting a namespace deletes what is in it; the built-in namespaces cannot be deleted."""
+def test_namespace_delete_marks_it_terminating() -> None:
+    """Deleting a namespace marks it Terminating and refuses creates in it with the cause
+    clients look for; it is removed only once empty. The built-in namespaces cannot be deleted."""
     s = _storage()
     s.create("namespaces", {"metadata": {"name": "team"}})
     s.create("pods", _pod("p"), namespace="team")
-    s.create("pods", _pod("q"), namespace="default")
-    s.delete("namespaces", None, "team")
-    assert s.get("pods", "team", "p") is None and s.get("pods", "default", "q") is not None
+    marked = s.delete("namespaces", None, "team")
+    assert marked["status"]["phase"] == "Terminating" and marked["metadata"]["deletionTimestamp"]
+    assert s.delete("namespaces", None, "team")["metadata"]["resourceVersion"] == marked["metadata"]["resourceVersion"]
+    with pytest.raises(Forbidden) as refused:
+        s.create("pods", _pod("q"), namespace="team")
+    assert refused.value.details is not None
+    assert [c["reason"] for c in refused.value.details["causes"]] == [NAMESPACE_TERMINATING]
+    assert [key for key, _ in s.namespace_contents("team")] == ["pods"]
+    with pytest.raises(Conflict):
+        s.finalize_namespace("team")
+    s.delete("pods", "team", "p", grace_period_seconds=0)
+    s.finalize_namespace("team")
+    assert s.get("namespaces", None, "team") is None
     with pytest.raises(Forbidden):
         s.delete("namespaces", None, "default")
 

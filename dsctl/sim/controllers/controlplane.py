@@ -20,6 +20,7 @@ from dsctl.sim.controllers.events import EventRecorder
 from dsctl.sim.controllers.feeds import Feeds
 from dsctl.sim.controllers.gc import GarbageCollector
 from dsctl.sim.controllers.kubelet import Kubelet
+from dsctl.sim.controllers.namespaces import NamespaceController
 from dsctl.sim.controllers.nodelifecycle import NodeLifecycle
 from dsctl.sim.controllers.podgc import PodGC
 from dsctl.sim.controllers.scheduler import Scheduler
@@ -69,6 +70,7 @@ class ControlPlane:
     taint_manager: TaintManager | None = None
     garbage_collector: GarbageCollector | None = None
     pod_gc: PodGC | None = None
+    namespaces: NamespaceController | None = None
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     @property
@@ -81,6 +83,7 @@ class ControlPlane:
             self.kubelet,
             self.garbage_collector,
             self.pod_gc,
+            self.namespaces,
         ]
         return [loop for loop in candidates if loop is not None]
 
@@ -134,6 +137,7 @@ def start_control_plane(
     node_lifecycle: bool = True,
     garbage_collector: bool = True,
     pod_gc: bool = True,
+    namespaces: bool = True,
     max_termination_seconds: float = 1.0,
     orphan_pod_delay: float = 0.5,
     events: bool = True,
@@ -146,7 +150,8 @@ def start_control_plane(
     period so deletions finish quickly in tests. ``node_lifecycle`` also switches the taint
     manager (NoExecute eviction). ``events`` lets the scheduler and taint manager write
     (rate-limited) core v1 Events. ``registry_poll_seconds`` is how soon a newly served
-    type (a CRD) starts being garbage-collected.
+    type (a CRD) starts being garbage-collected. ``namespaces`` runs the namespace controller
+    (without it, a deleted namespace stays ``Terminating``).
     """
     clock = clock or RealClock()
     feeds = Feeds(storage, registry_poll_seconds=registry_poll_seconds)
@@ -175,6 +180,8 @@ def start_control_plane(
         plane.garbage_collector = GarbageCollector(storage, clock=clock)
     if pod_gc:
         plane.pod_gc = PodGC(storage, clock=clock, orphan_delay=orphan_pod_delay)
+    if namespaces:
+        plane.namespaces = NamespaceController(storage, clock=clock)
     for loop in plane.loops:
         loop.register(feeds)
     feeds.start()
