@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "NAMESPACE_TERMINATING",
     "AlreadyExists",
     "BadRequest",
     "Conflict",
@@ -27,6 +28,10 @@ __all__ = [
     "UnsupportedMediaType",
     "status_body",
 ]
+
+
+NAMESPACE_TERMINATING = "NamespaceTerminating"
+"""The ``Status`` cause reason of a create refused because its namespace is terminating."""
 
 
 class StorageError(Exception):
@@ -174,6 +179,17 @@ class Forbidden(StorageError):
 
     code = 403
     reason = "Forbidden"
+
+
+    @classmethod
+    def namespace_terminating(cls, *, plural: str, group: str, name: str, namespace: str) -> Forbidden:
+        """What the NamespaceLifecycle admission plugin answers a create in a terminating
+        namespace; clients look for the ``NamespaceTerminating`` cause."""
+        details = _details(name, group, plural)
+        details["causes"] = [{"reason": NAMESPACE_TERMINATING, "field": "metadata.namespace",
+                              "message": f"namespace {namespace} is being terminated"}]
+        return cls(f'{_qualified(plural, group)} "{name}" is forbidden: unable to create new content in '
+                   f"namespace {namespace} because it is being terminated", details=details)
 
 
 class MethodNotAllowed(StorageError):

@@ -45,7 +45,7 @@ from dsctl.sim.registry import Registry, ResourceType
 from dsctl.sim.table import Table
 from dsctl.sim.watch import Doc, Watcher, WatchEvent
 
-__all__ = ["NAMESPACE_TERMINATING", "Storage", "WatchEvent", "Watcher"]
+__all__ = ["Storage", "WatchEvent", "Watcher"]
 
 log = structlog.get_logger(__name__)
 
@@ -55,8 +55,6 @@ _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 _NAMESPACES = "namespaces"
-NAMESPACE_TERMINATING = "NamespaceTerminating"
-"""The ``Status`` cause reason of a create refused because its namespace is terminating."""
 
 
 class Storage(ReadView):
@@ -321,15 +319,8 @@ class Storage(ReadView):
         if space is None:
             raise NotFound.object(plural=_NAMESPACES, group="", name=ns)
         if creating and space.obj["metadata"].get("deletionTimestamp"):
-            # What the NamespaceLifecycle admission plugin answers; clients look for the cause.
-            name = meta.get("name") or ""
-            raise Forbidden(
-                f'{rt.plural} "{name}" is forbidden: unable to create new content in namespace {ns} '
-                "because it is being terminated",
-                details={"name": name, "kind": rt.plural, **({"group": rt.group} if rt.group else {}),
-                         "causes": [{"reason": NAMESPACE_TERMINATING, "field": "metadata.namespace",
-                                     "message": f"namespace {ns} is being terminated"}]},
-            )
+            raise Forbidden.namespace_terminating(plural=rt.plural, group=rt.group, name=str(meta.get("name") or ""),
+                                                  namespace=str(ns))
         return str(ns)
 
     def _generate_name(self, table: Table, ns: str, prefix: str) -> str:

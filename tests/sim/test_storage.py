@@ -9,8 +9,17 @@ import pytest
 
 from dsctl.api.fields import parse_field_selector
 from dsctl.api.labels import parse_selector
-from dsctl.sim.errors import AlreadyExists, BadRequest, Conflict, Forbidden, Gone, Invalid, NotFound
-from dsctl.sim.storage import NAMESPACE_TERMINATING, Storage
+from dsctl.sim.errors import (
+    NAMESPACE_TERMINATING,
+    AlreadyExists,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    Gone,
+    Invalid,
+    NotFound,
+)
+from dsctl.sim.storage import Storage
 
 
 class _Clock:
