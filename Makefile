@@ -8,10 +8,10 @@ SIM_ARGS ?=
 
 .PHONY: sim test lint setup clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml dsctl-api/pyproject.toml dsctl-sim/pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,bench]'
+	$(PY) -m pip install --quiet -e ./dsctl-api -e ./dsctl-sim -e '.[test,bench]'
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -20,8 +20,8 @@ sim: $(STAMP)
 	$(VENV)/bin/dsctl sim $(SIM_ARGS)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check dsctl tests benchmarks manifests
-	$(VENV)/bin/mypy dsctl tests benchmarks manifests/crd/generate.py
+	$(VENV)/bin/ruff check dsctl dsctl-api dsctl-sim tests benchmarks manifests
+	$(VENV)/bin/mypy dsctl dsctl-api/dsctl_api dsctl-sim/dsctl_sim dsctl-sim/examples tests benchmarks manifests/crd/generate.py
 	$(VENV)/bin/lint-imports
 
 test: lint

@@ -43,7 +43,7 @@ from common import (
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS
-from dsctl.sim.nodes import make_node
+from dsctl_sim.nodes import make_node
 
 NAME = "controller_node_join"
 

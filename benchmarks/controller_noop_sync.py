@@ -46,7 +46,6 @@ from common import (
     write_result,
 )
 
-from dsctl.api.labels import selector_from_label_selector
 from dsctl.daemonset.backoff import FailedPodBackoff
 from dsctl.daemonset.eligibility import Eligibility
 from dsctl.daemonset.history import plan_history
@@ -59,7 +58,8 @@ from dsctl.daemonset.update import plan_rolling_update
 from dsctl.informer.projections import make_pod_projection, project_node
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS
-from dsctl.sim.nodes import make_node
+from dsctl_api.labels import selector_from_label_selector
+from dsctl_sim.nodes import make_node
 
 NAME = "controller_noop_sync"
 STAMP = "2026-11-30T10:00:00Z"

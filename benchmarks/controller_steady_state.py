@@ -47,9 +47,9 @@ from common import (
     write_result,
 )
 
-from dsctl.api.timefmt import format_rfc3339
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS
+from dsctl_api.timefmt import format_rfc3339
 
 NAME = "controller_steady_state"
 READ_VERBS = frozenset({"get", "list", "watch"})

@@ -1,6 +1,6 @@
 """Rolling update over 1,000 nodes: wall time against the lower bound, and the shape of the rollout.
 
-Setup: ``dsctl.sim serve`` and ``dsctl run`` each in their own process (the harness of the
+Setup: ``dsctl_sim serve`` and ``dsctl run`` each in their own process (the harness of the
 integration tests), 1,000 nodes, pods Ready 1 s after they start, and a DaemonSet with
 ``maxUnavailable: 10%``. After the first rollout settles, the image changes and a
 ``RolloutObserver`` (the invariant checker of the tests) follows the update until every node
@@ -32,9 +32,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dsctl.api.intstr import scaled_value
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS
+from dsctl_api.intstr import scaled_value
 from tests.builders import daemonset, rolling
 from tests.controllerproc import ControllerProcess
 from tests.invariants import RolloutObserver, update_template

@@ -1,6 +1,6 @@
 """Simulator at scale: pod-create throughput, 150,000-pod list latency, and the sim's RSS.
 
-Starts ``python -m dsctl.sim serve --nodes 5000 --no-control-plane`` as a subprocess; this
+Starts ``python -m dsctl_sim serve --nodes 5000 --no-control-plane`` as a subprocess; this
 process is the client (aiohttp, one connection pool, N concurrent workers posting
 pre-encoded DaemonSet-style pods with ``generateName``), using either aiohttp or a minimal
 keep-alive HTTP/1.1 client on raw asyncio transports. Steps:

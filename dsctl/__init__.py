@@ -6,8 +6,8 @@ Packages, outermost first:
 - ``dsctl.daemonset``: the domain. Pure planners plus the one controller module that wires them.
 - ``dsctl.workqueue`` and ``dsctl.informer``: client-go style runtime building blocks.
 - ``dsctl.kube``: the only code that speaks HTTP to an API server.
-- ``dsctl.api``: pure helpers over Kubernetes objects, shared by the controller and the simulator.
-- ``dsctl.sim``: the simulated cluster (``dsctl sim``); it shares nothing with the controller but ``dsctl.api``.
+- ``dsctl_api``: pure helpers over Kubernetes objects, shared by the controller and the simulator.
+- ``dsctl_sim``: the simulated cluster (``dsctl sim``); it shares nothing with the controller but ``dsctl_api``.
 """
 
 __version__ = "0.1.0"

@@ -4,6 +4,11 @@
 - ``dsctl sim``: the main job on a fresh machine: a simulated cluster, the controller and an
   example DaemonSet, with live progress. ``dsctl sim serve`` runs only the simulated cluster.
 
+The simulated cluster is its own distribution (``dsctl-sim``, import package ``dsctl_sim``).
+This module never imports it: ``dsctl sim serve`` replaces the process with
+``python -m dsctl_sim serve``, and ``dsctl sim`` starts it as a child process, so ``dsctl run``
+loads none of the simulator (an import-linter contract and an import-time test hold this).
+
 Errors a user can fix (bad kubeconfig, bad flag, unreachable server) end in one line on
 stderr and exit code 2 or 1, never a traceback.
 """
@@ -11,6 +16,8 @@ stderr and exit code 2 or 1, never a traceback.
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import os
 import sys
 from collections.abc import Sequence
 
@@ -22,7 +29,6 @@ __all__ = ["build_parser", "main"]
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser, subcommands included."""
     from dsctl.app import config
-    from dsctl.sim import cli as sim_cli
 
     parser = argparse.ArgumentParser(
         prog="dsctl",
@@ -49,14 +55,39 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo.add_arguments(sim)
     sim_commands = sim.add_subparsers(dest="sim_command", metavar="SUBCOMMAND")
-    sim_cli.register(sim_commands)
+    for name, summary in SIM_SUBCOMMANDS.items():
+        sim_commands.add_parser(name, help=f"{summary} (options: dsctl sim {name} --help)", add_help=False)
     return parser
+
+
+SIM_SUBCOMMANDS = {"serve": "run only the simulated cluster (API server + control plane)"}
+"""Subcommands of ``dsctl sim`` that belong to the simulator's own command line."""
+
+
+def simulator_installed(command: str) -> bool:
+    """Whether ``dsctl-sim`` can be imported (found, not imported); if not, say so for ``command``."""
+    if importlib.util.find_spec("dsctl_sim") is not None:
+        return True
+    print(f"{command}: the simulated cluster is not installed; install it with 'pip install dsctl-sim' "
+          "(make sim does)", file=sys.stderr)
+    return False
+
+
+def _hand_off_to_simulator(argv: list[str]) -> int:
+    """Replace this process with ``python -m dsctl_sim ARGV``; returns only on failure."""
+    if not simulator_installed(f"dsctl sim {argv[0]}"):
+        return 2
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, [sys.executable, "-m", "dsctl_sim", *argv])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dsctl`` console script; returns the exit code."""
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["sim"] and len(argv) > 1 and argv[1] in SIM_SUBCOMMANDS:
+        return _hand_off_to_simulator(argv[1:])
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -74,6 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "sim" and getattr(args, "sim_command", None) is None:
         from dsctl.app import demo
 
+        if not simulator_installed("dsctl sim"):
+            return 2
         return demo.main(args)
     if handler is None:
         parser.print_help()

@@ -38,13 +38,13 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-from dsctl.api.intstr import scaled_value
-from dsctl.api.nodeaffinity import required_node_affinity_matches
-from dsctl.api.taints import find_untolerated
-from dsctl.api.timefmt import parse_rfc3339
 from dsctl.kube.client import KubeClient
 from dsctl.kube.errors import ApiError, ConnectionFailed, Gone, ServerError, TooManyRequests
 from dsctl.kube.resources import CONTROLLER_REVISIONS, DAEMONSETS, NODES, PODS, Resource
+from dsctl_api.intstr import scaled_value
+from dsctl_api.nodeaffinity import required_node_affinity_matches
+from dsctl_api.taints import find_untolerated
+from dsctl_api.timefmt import parse_rfc3339
 from tests.poll import eventually
 
 __all__ = ["HASH_LABEL", "PodInfo", "RolloutObserver", "Violation", "update_template"]

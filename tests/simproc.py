@@ -1,6 +1,6 @@
 """Run the simulated cluster in a subprocess, for tests and benchmarks.
 
-``SimProcess`` starts ``python -m dsctl.sim serve --port 0 --kubeconfig <tmp>``, waits for its
+``SimProcess`` starts ``python -m dsctl_sim serve --port 0 --kubeconfig <tmp>``, waits for its
 ``READY url=... kubeconfig=...`` line, and always stops it on exit (SIGTERM, then SIGKILL
 after a grace period), even when the test body fails::
 
@@ -71,7 +71,7 @@ def kubectl_path() -> str:
 
 
 class SimProcess:
-    """An async context manager owning one ``dsctl.sim serve`` subprocess."""
+    """An async context manager owning one ``dsctl_sim serve`` subprocess."""
 
     def __init__(
         self,
@@ -116,7 +116,7 @@ class SimProcess:
     async def start(self) -> None:
         """Spawn the server and wait for its READY line."""
         kubeconfig = self.workdir / "kubeconfig"
-        cmd = [sys.executable, "-m", "dsctl.sim", "serve", "--port", "0", "--kubeconfig", str(kubeconfig),
+        cmd = [sys.executable, "-m", "dsctl_sim", "serve", "--port", "0", "--kubeconfig", str(kubeconfig),
                "--nodes", str(self.nodes), *self.args]
         env = {**os.environ, **(self.env or {})}
         with self.log_path.open("wb") as log:

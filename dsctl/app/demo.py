@@ -91,7 +91,7 @@ async def simulated_cluster(*, nodes: int, pod_startup: float, workdir: Path) ->
     """Run ``dsctl sim serve`` as a child process; yields (url, kubeconfig path)."""
     kubeconfig = workdir / "kubeconfig"
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "dsctl.sim", "serve", "--port", "0", "--nodes", str(nodes),
+        sys.executable, "-m", "dsctl_sim", "serve", "--port", "0", "--nodes", str(nodes),
         "--kubeconfig", str(kubeconfig), "--pod-startup-seconds", str(pod_startup),
         stdout=asyncio.subprocess.PIPE, stderr=open(workdir / "sim.log", "wb"),  # noqa: SIM115, ASYNC230
         preexec_fn=die_with_parent,

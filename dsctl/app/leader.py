@@ -30,10 +30,10 @@ from typing import Any
 import structlog
 from prometheus_client import CollectorRegistry, Gauge
 
-from dsctl.api.timefmt import format_micro
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import LEASES
+from dsctl_api.timefmt import format_micro
 
 __all__ = ["LeaderElector"]
 

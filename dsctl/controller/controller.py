@@ -24,8 +24,6 @@ from typing import Any
 import structlog
 from prometheus_client import CollectorRegistry
 
-from dsctl.api.labels import Selector, SelectorError, selector_from_label_selector
-from dsctl.api.pods import controller_ref
 from dsctl.daemonset import history as hist
 from dsctl.daemonset.backoff import FailedPodBackoff
 from dsctl.daemonset.conditions import INVALID, set_condition, without_condition
@@ -44,6 +42,8 @@ from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import CONTROLLER_REVISIONS, NODES, PODS, Resource
 from dsctl.workqueue import RateLimitingQueue, default_controller_rate_limiter
+from dsctl_api.labels import Selector, SelectorError, selector_from_label_selector
+from dsctl_api.pods import controller_ref
 
 from .executor import PlanExecutor
 from .handlers import Handlers

@@ -23,10 +23,10 @@ from typing import Any
 import structlog
 from prometheus_client import CollectorRegistry, Counter
 
-from dsctl.api.timefmt import format_rfc3339
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import EVENTS
+from dsctl_api.timefmt import format_rfc3339
 
 __all__ = ["EventRecorder"]
 

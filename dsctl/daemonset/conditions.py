@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dsctl.api.timefmt import format_rfc3339
 from dsctl.daemonset.access import as_list, as_map
+from dsctl_api.timefmt import format_rfc3339
 
 __all__ = ["INVALID", "set_condition", "without_condition"]
 

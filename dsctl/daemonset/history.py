@@ -28,13 +28,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from dsctl.api.pods import controller_ref
 from dsctl.daemonset.access import annotations_of, as_int, as_map, deletion_timestamp, labels, name, namespace, spec
 from dsctl.daemonset.access import template as _template
 from dsctl.daemonset.access import uid as _uid
 from dsctl.daemonset.hashing import compute_hash, revision_name
 from dsctl.daemonset.plan import PodRef
 from dsctl.daemonset.template import HASH_LABEL, owner_reference
+from dsctl_api.pods import controller_ref
 
 __all__ = [
     "DEFAULT_REVISION_HISTORY_LIMIT",

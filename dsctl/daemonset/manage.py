@@ -27,9 +27,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from dsctl.api.intstr import IntStrError, scaled_value
-from dsctl.api.pods import is_pod_available, is_pod_ready, pod_ready_condition
-from dsctl.api.timefmt import parse_rfc3339
 from dsctl.daemonset.access import (
     bound_node,
     deletion_timestamp,
@@ -47,6 +44,9 @@ from dsctl.daemonset.eligibility import Fit, verdicts
 from dsctl.daemonset.plan import Event, Plan, PodRef, soonest
 from dsctl.daemonset.podsort import sort_pods
 from dsctl.daemonset.template import HASH_LABEL
+from dsctl_api.intstr import IntStrError, scaled_value
+from dsctl_api.pods import is_pod_available, is_pod_ready, pod_ready_condition
+from dsctl_api.timefmt import parse_rfc3339
 
 __all__ = [
     "BURST_REPLICAS",

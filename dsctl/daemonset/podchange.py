@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dsctl.api.pods import is_terminal, pod_ready_condition
 from dsctl.daemonset.access import as_map, meta, phase, spec
+from dsctl_api.pods import is_terminal, pod_ready_condition
 
 __all__ = ["planning_view", "same_for_planning"]
 

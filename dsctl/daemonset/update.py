@@ -20,12 +20,12 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from dsctl.api.intstr import IntStrError, scaled_value
-from dsctl.api.pods import is_pod_available, is_pod_ready, pod_ready_condition
-from dsctl.api.timefmt import parse_rfc3339
 from dsctl.daemonset.access import as_map, deletion_timestamp, min_ready_seconds, update_strategy
 from dsctl.daemonset.plan import Plan, PodRef, soonest
 from dsctl.daemonset.template import is_pod_updated, template_generation
+from dsctl_api.intstr import IntStrError, scaled_value
+from dsctl_api.pods import is_pod_available, is_pod_ready, pod_ready_condition
+from dsctl_api.timefmt import parse_rfc3339
 
 __all__ = [
     "AVAILABILITY_REQUEUE_MARGIN",

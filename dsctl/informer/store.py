@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsctl.api.pods import controller_ref
+from dsctl_api.pods import controller_ref
 
 __all__ = [
     "BY_NODE_NAME",

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from dsctl.api.pods import controller_ref
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, NODES, PODS
+from dsctl_api.pods import controller_ref
 from tests.chaos import actions
 from tests.chaos.checker import ChaosChecker
 from tests.chaos.faultknobs import FaultKnobs

@@ -28,11 +28,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsctl.api.pods import controller_ref
-from dsctl.api.timefmt import parse_rfc3339
 from dsctl.kube.client import KubeClient
 from dsctl.kube.errors import ApiError, Gone
 from dsctl.kube.resources import DAEMONSETS, PODS, Resource
+from dsctl_api.pods import controller_ref
+from dsctl_api.timefmt import parse_rfc3339
 
 __all__ = ["IN_FLIGHT", "DeletionLedger"]
 

@@ -8,7 +8,7 @@ After the faults stop, every DaemonSet must reach, within the stated bound:
 - a status equal to a recount of those pods (desired, current, misscheduled, ready,
   available, updated, unavailable) and ``observedGeneration`` equal to ``generation``.
 
-Eligibility is recomputed here from ``dsctl.api`` helpers with the automatic daemon tolerations,
+Eligibility is recomputed here from ``dsctl_api`` helpers with the automatic daemon tolerations,
 independently of the controller's own code paths (only the low-level matchers are shared).
 """
 
@@ -18,12 +18,12 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from dsctl.api.nodeaffinity import required_node_affinity_matches
-from dsctl.api.pods import controller_ref
-from dsctl.api.taints import find_untolerated
-from dsctl.api.timefmt import parse_rfc3339
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import CONTROLLER_REVISIONS, DAEMONSETS, NODES, PODS, Resource
+from dsctl_api.nodeaffinity import required_node_affinity_matches
+from dsctl_api.pods import controller_ref
+from dsctl_api.taints import find_untolerated
+from dsctl_api.timefmt import parse_rfc3339
 from tests.invariants import HASH_LABEL
 
 __all__ = ["AUTO_TOLERATIONS", "eligible", "settle_problems", "target_node"]

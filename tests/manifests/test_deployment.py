@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dsctl.api.labels import selector_from_label_selector
+from dsctl_api.labels import selector_from_label_selector
 from tests.manifests.conftest import Obj, find
 
 _QUANTITY = re.compile(r"^([0-9.]+)(m|Ki|Mi|Gi|Ti)?$")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from dsctl.api.labels import selector_from_label_selector
+from dsctl_api.labels import selector_from_label_selector
 from tests.manifests.conftest import EXAMPLES, Obj, load_yaml, validate_object
 
 EXAMPLE_FILES = [

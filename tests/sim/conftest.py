@@ -10,7 +10,7 @@ import aiohttp
 import orjson
 import pytest
 
-from dsctl.sim.cluster import SimCluster, SimOptions
+from dsctl_sim.cluster import SimCluster, SimOptions
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""``python -m dsctl.sim serve`` as a process: READY line, kubeconfig, flags, clean shutdown."""
+"""``python -m dsctl_sim serve`` as a process: READY line, kubeconfig, flags, clean shutdown."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ async def test_fault_flag_applies() -> None:
 async def test_bad_flag_exits_2() -> None:
     """A malformed fault flag is a usage error (exit 2) naming the expected format."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "dsctl.sim", "serve", "--fault-error-rate", "nonsense",
+        sys.executable, "-m", "dsctl_sim", "serve", "--fault-error-rate", "nonsense",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     _, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 2

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from dsctl.sim.controllers import ControlPlane, FakeClock, start_control_plane
-from dsctl.sim.controllers.testing import make_node, make_pod, wait_for
-from dsctl.sim.registry import ResourceType
-from dsctl.sim.storage import Storage
+from dsctl_sim.controllers import ControlPlane, FakeClock, start_control_plane
+from dsctl_sim.controllers.testing import make_node, make_pod, wait_for
+from dsctl_sim.registry import ResourceType
+from dsctl_sim.storage import Storage
 
 Sim = tuple[Storage, ControlPlane, FakeClock]
 

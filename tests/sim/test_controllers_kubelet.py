@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from dsctl.api.pods import is_pod_ready
-from dsctl.sim.controllers import (
+from dsctl_api.pods import is_pod_ready
+from dsctl_sim.controllers import (
     ANN_FAIL_AFTER,
     ANN_NEVER_READY,
     ANN_NODE_STARTUP,
@@ -17,14 +17,14 @@ from dsctl.sim.controllers import (
     FakeClock,
     start_control_plane,
 )
-from dsctl.sim.controllers.testing import (
+from dsctl_sim.controllers.testing import (
     make_node,
     make_pod,
     pin_to_node,
     set_node_ready,
     wait_for,
 )
-from dsctl.sim.storage import Storage
+from dsctl_sim.storage import Storage
 
 Sim = tuple[Storage, ControlPlane, FakeClock]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
-from dsctl.api.pods import is_pod_ready
-from dsctl.sim.controllers import FakeClock, RealClock, start_control_plane
-from dsctl.sim.controllers.testing import make_node, make_pod, pin_to_node, wait_for
-from dsctl.sim.storage import Storage
+from dsctl_api.pods import is_pod_ready
+from dsctl_sim.controllers import FakeClock, RealClock, start_control_plane
+from dsctl_sim.controllers.testing import make_node, make_pod, pin_to_node, wait_for
+from dsctl_sim.storage import Storage
 
 
 def _sim_tasks() -> list[asyncio.Task[object]]:

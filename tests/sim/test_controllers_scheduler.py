@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from dsctl.sim.controllers import ControlPlane, FakeClock, start_control_plane
-from dsctl.sim.controllers.testing import make_node, make_pod, pin_to_node, wait_for
-from dsctl.sim.storage import Storage
+from dsctl_sim.controllers import ControlPlane, FakeClock, start_control_plane
+from dsctl_sim.controllers.testing import make_node, make_pod, pin_to_node, wait_for
+from dsctl_sim.storage import Storage
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from dsctl.sim.discovery import (
+from dsctl_sim.discovery import (
     aggregated_discovery,
     api_group,
     api_group_list,
@@ -16,8 +16,8 @@ from dsctl.sim.discovery import (
     openapi_v3_doc,
     openapi_v3_root,
 )
-from dsctl.sim.discovery.apis import version_priority
-from dsctl.sim.registry import BUILTIN_TYPES, ResourceType
+from dsctl_sim.discovery.apis import version_priority
+from dsctl_sim.registry import BUILTIN_TYPES, ResourceType
 
 WIDGETS = ResourceType(
     "example.com", "v1", "Widget", "widgets", True, short_names=("wd",), has_status=True, builtin=False,

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from dsctl.api.timefmt import format_rfc3339
-from dsctl.sim.discovery import human_duration, jsonpath_first, to_table
-from dsctl.sim.registry import BUILTIN_TYPES, ResourceType
+from dsctl_api.timefmt import format_rfc3339
+from dsctl_sim.discovery import human_duration, jsonpath_first, to_table
+from dsctl_sim.registry import BUILTIN_TYPES, ResourceType
 
 NOW = 1_800_000_000.0
 TYPES = {(rt.group, rt.plural): rt for rt in BUILTIN_TYPES}

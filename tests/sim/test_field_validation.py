@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 import pytest
 
-from dsctl.sim.apiwarnings import warning_headers
+from dsctl_sim.apiwarnings import warning_headers
 from tests.poll import eventually
 from tests.simproc import SimProcess
 

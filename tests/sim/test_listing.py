@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from dsctl.sim.errors import BadRequest, Gone
-from dsctl.sim.listing import Paginator
-from dsctl.sim.requestlog import RequestLog
-from dsctl.sim.watch import Doc
+from dsctl_sim.errors import BadRequest, Gone
+from dsctl_sim.listing import Paginator
+from dsctl_sim.requestlog import RequestLog
+from dsctl_sim.watch import Doc
 
 
 def _docs(names: list[str]) -> list[Doc]:

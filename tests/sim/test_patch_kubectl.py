@@ -21,7 +21,7 @@ import pytest
 import yaml
 from aiohttp import web
 
-from dsctl.sim.cluster import SimCluster, SimOptions
+from dsctl_sim.cluster import SimCluster, SimOptions
 from tests.poll import eventually
 from tests.simproc import kubectl_path
 

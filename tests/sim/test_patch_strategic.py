@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from dsctl.sim.patch import PatchError, apply_patch, strategic_merge
+from dsctl_sim.patch import PatchError, apply_patch, strategic_merge
 
 SMP = "application/strategic-merge-patch+json"
 

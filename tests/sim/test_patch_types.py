@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from dsctl.sim.patch import PatchError, UnsupportedPatchType, apply_patch
+from dsctl_sim.patch import PatchError, UnsupportedPatchType, apply_patch
 
 NODE: dict[str, Any] = {
     "apiVersion": "v1",

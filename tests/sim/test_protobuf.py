@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dsctl.sim.protobuf import ProtobufError, decode_delete_options, decode_object
+from dsctl_sim.protobuf import ProtobufError, decode_delete_options, decode_object
 
 
 def _varint(n: int) -> bytes:

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from dsctl.api.fields import parse_field_selector
-from dsctl.api.labels import parse_selector
-from dsctl.sim.errors import (
+from dsctl_api.fields import parse_field_selector
+from dsctl_api.labels import parse_selector
+from dsctl_sim.errors import (
     NAMESPACE_TERMINATING,
     AlreadyExists,
     BadRequest,
@@ -19,7 +19,7 @@ from dsctl.sim.errors import (
     Invalid,
     NotFound,
 )
-from dsctl.sim.storage import Storage
+from dsctl_sim.storage import Storage
 
 
 class _Clock:
@@ -301,7 +301,7 @@ def test_pod_with_finalizer_waits_for_both() -> None:
 
 def test_unregister_type_deletes_objects() -> None:
     """Unregistering a type deletes its objects with DELETED events and ends its watches."""
-    from dsctl.sim.registry import ResourceType
+    from dsctl_sim.registry import ResourceType
 
     s = _storage()
     rt = ResourceType("x.dsctl.io", "v1", "Thing", "things", True, builtin=False)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from dsctl.sim.validation import apply_defaults, pull_policy_for, validate
+from dsctl_sim.validation import apply_defaults, pull_policy_for, validate
 
 Obj = dict[str, Any]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from dsctl.sim.validation import apply_defaults, validate
+from dsctl_sim.validation import apply_defaults, validate
 
 Obj = dict[str, Any]
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-import dsctl.sim.validation
-from dsctl.sim.validation import prune_unknown_fields, strict_decoding_message, unknown_fields
+import dsctl_sim.validation
+from dsctl_sim.validation import prune_unknown_fields, strict_decoding_message, unknown_fields
 
 ROOTS = {
     "pods": "io.k8s.api.core.v1.Pod",
@@ -92,7 +92,7 @@ def build_field_table() -> dict[str, Any]:
 
 
 def _table_path() -> Path:
-    return Path(dsctl.sim.validation.__file__).with_name("fields.json")
+    return Path(dsctl_sim.validation.__file__).with_name("fields.json")
 
 
 def test_field_table_matches_the_openapi_definitions() -> None:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from dsctl.api.labels import SelectorError, parse_selector, selector_from_label_selector
+from dsctl_api.labels import SelectorError, parse_selector, selector_from_label_selector
 
 LABELS = {"app": "web", "tier": "front", "n": "5"}
 

@@ -4,12 +4,12 @@ from typing import Any
 
 import pytest
 
-from dsctl.api.fields import FieldSelectorError, parse_field_selector
-from dsctl.api.intstr import IntStrError, scaled_value
-from dsctl.api.nodeaffinity import required_node_affinity_matches
-from dsctl.api.pods import is_pod_available, is_pod_ready
-from dsctl.api.taints import find_untolerated, tolerates
-from dsctl.api.timefmt import format_micro, format_rfc3339, parse_rfc3339
+from dsctl_api.fields import FieldSelectorError, parse_field_selector
+from dsctl_api.intstr import IntStrError, scaled_value
+from dsctl_api.nodeaffinity import required_node_affinity_matches
+from dsctl_api.pods import is_pod_available, is_pod_ready
+from dsctl_api.taints import find_untolerated, tolerates
+from dsctl_api.timefmt import format_micro, format_rfc3339, parse_rfc3339
 
 NODE = {"metadata": {"name": "node-1", "labels": {"zone": "a", "cpus": "8", "gpu": "yes"}}}
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from dsctl.api.timefmt import format_rfc3339
 from dsctl.daemonset.template import HASH_LABEL
+from dsctl_api.timefmt import format_rfc3339
 
 DS_UID = "ds-uid-1"
 HASH = "hash-new"

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from dsctl.api.labels import selector_from_label_selector
 from dsctl.daemonset.backoff import FailedPodBackoff, backoff_key
 from dsctl.daemonset.eligibility import Fit
 from dsctl.daemonset.manage import allows_surge, cap_burst, plan_manage, slow_start_batches
 from dsctl.daemonset.ownership import claim
 from dsctl.daemonset.plan import Event, Plan, PodRef
 from dsctl.daemonset.podsort import group_by_node
+from dsctl_api.labels import selector_from_label_selector
 
 from .objects import (
     DS_UID,

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from dsctl.api.labels import selector_from_label_selector
 from dsctl.daemonset.ownership import adopt_patch, claim, release_patch
+from dsctl_api.labels import selector_from_label_selector
 
 from .objects import DS_UID, SIMPLE, SIMPLE2, make_ds, make_pod
 

@@ -8,7 +8,6 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsctl.api.labels import selector_from_label_selector
 from dsctl.daemonset.backoff import FailedPodBackoff
 from dsctl.daemonset.eligibility import eligibility_signature, evaluate_nodes, node_should_run
 from dsctl.daemonset.history import plan_history, plan_history_cleanup
@@ -19,6 +18,7 @@ from dsctl.daemonset.status import compute_status
 from dsctl.daemonset.template import TemplateError, new_pod, target_node
 from dsctl.daemonset.update import plan_rolling_update
 from dsctl.daemonset.validation import validate_daemonset
+from dsctl_api.labels import selector_from_label_selector
 
 from .objects import DS_UID, HASH, T0, make_ds, make_node, make_pod, surge_strategy, taint
 

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from dsctl.api.timefmt import format_rfc3339
 from dsctl.daemonset.plan import Plan
 from dsctl.daemonset.template import GENERATION_ANNOTATION, GENERATION_LABEL, HASH_LABEL
 from dsctl.daemonset.update import (
@@ -21,6 +20,7 @@ from dsctl.daemonset.update import (
     update_strategy_type,
     updated_desired_node_counts,
 )
+from dsctl_api.timefmt import format_rfc3339
 
 NOW = 1_000.0
 NEW = "h-new"

@@ -19,14 +19,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsctl.api.pods import is_pod_available, is_pod_ready
-from dsctl.api.timefmt import format_rfc3339
 from dsctl.daemonset.backoff import FailedPodBackoff
 from dsctl.daemonset.eligibility import Fit
 from dsctl.daemonset.manage import plan_manage
 from dsctl.daemonset.plan import Plan
 from dsctl.daemonset.template import HASH_LABEL
 from dsctl.daemonset.update import plan_rolling_update
+from dsctl_api.pods import is_pod_available, is_pod_ready
+from dsctl_api.timefmt import format_rfc3339
 
 Pod = dict[str, Any]
 READY = "ready"

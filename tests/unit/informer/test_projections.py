@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsctl.api.pods import controller_ref, is_pod_ready
 from dsctl.informer.projections import make_pod_projection, project_node, project_pod
+from dsctl_api.pods import controller_ref, is_pod_ready
 
 FULL_POD: dict[str, Any] = {
     "apiVersion": "v1",
@@ -74,7 +74,7 @@ def test_pod_projection_shape() -> None:
 
 
 def test_domain_helpers_read_projected_pods_like_full_ones() -> None:
-    """dsctl.api helpers give the same answers on the projection."""
+    """dsctl_api helpers give the same answers on the projection."""
     slim = project_pod(FULL_POD)
     assert is_pod_ready(slim) is is_pod_ready(FULL_POD) is True
     assert controller_ref(slim) == controller_ref(FULL_POD)

@@ -1,0 +1,96 @@
+"""The simulator's own admin API under ``/sim/``: faults, compaction, the request log, stats.
+
+Not part of Kubernetes; tests and benchmarks use it to change behaviour at run time.
+Requests to ``/sim/`` are not themselves recorded in the request log.
+
+| method and path | effect |
+|---|---|
+| ``GET /sim/faults`` | current fault config (see ``dsctl_sim.faults``) |
+| ``PUT /sim/faults`` | replace it (omitted knobs reset to defaults) |
+| ``PATCH /sim/faults`` | change only the knobs given |
+| ``POST /sim/compact[?expire_watches=true]`` | drop all watch history; optionally end open watches with 410 |
+| ``POST /sim/drop-watches`` | close every open watch stream (clients re-watch) |
+| ``GET /sim/requests?since=N&limit=M`` | request log records after cursor N |
+| ``DELETE /sim/requests`` | clear the request log |
+| ``GET /sim/stats`` | resourceVersion, object counts, open watches, injected faults |
+"""
+
+from __future__ import annotations
+
+import orjson
+from aiohttp import web
+
+from dsctl_sim.errors import BadRequest, MethodNotAllowed, NotFound
+from dsctl_sim.faults import FaultConfig
+from dsctl_sim.state import ApiState
+
+__all__ = ["handle_admin"]
+
+
+def _json(data: object, *, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(data), status=status, content_type="application/json")
+
+
+async def _read_json(request: web.BaseRequest) -> object:
+    try:
+        return orjson.loads(await request.read() or b"{}")
+    except orjson.JSONDecodeError as err:
+        raise BadRequest(f"invalid JSON: {err}") from err
+
+
+def _int(request: web.BaseRequest, name: str, default: int) -> int:
+    text = request.query.get(name)
+    if text is None or text == "":
+        return default
+    try:
+        return int(text)
+    except ValueError as err:
+        raise BadRequest(f"{name} must be an integer") from err
+
+
+async def handle_admin(request: web.BaseRequest, state: ApiState, parts: list[str]) -> web.Response:
+    """Serve ``/sim/<parts...>``."""
+    what = "/".join(parts)
+    method = request.method
+    if what == "faults":
+        if method == "GET":
+            return _json(state.faults.config.to_json())
+        if method in ("PUT", "PATCH"):
+            data = await _read_json(request)
+            if method == "PATCH":
+                if not isinstance(data, dict):
+                    raise BadRequest("fault config must be a JSON object")
+                data = {**state.faults.config.to_json(), **data}
+            state.faults.config = FaultConfig.from_json(data)
+            return _json(state.faults.config.to_json())
+        raise MethodNotAllowed(f"{method} /sim/faults")
+    if what == "compact" and method == "POST":
+        rv = state.storage.compact()
+        expired = 0
+        if request.query.get("expire_watches", "").lower() in ("true", "1"):
+            for w in state.storage.watchers():
+                w.expire()
+                expired += 1
+        return _json({"resourceVersion": str(rv), "expiredWatches": expired})
+    if what == "drop-watches" and method == "POST":
+        watchers = state.storage.watchers()
+        for w in watchers:
+            w.close()
+        return _json({"closed": len(watchers)})
+    if what == "requests":
+        if method == "GET":
+            return _json(state.requests.since(_int(request, "since", 0), limit=_int(request, "limit", 10_000)))
+        if method == "DELETE":
+            state.requests.clear()
+            return _json({"next": state.requests.last_seq})
+        raise MethodNotAllowed(f"{method} /sim/requests")
+    if what == "stats" and method == "GET":
+        storage = state.storage
+        return _json({
+            "resourceVersion": str(storage.resource_version),
+            "objects": {rt.key: storage.count(rt.key) for rt in storage.registry},
+            "watches": len(storage.watchers()),
+            "injectedFaults": state.faults.injected,
+            "requests": state.requests.last_seq,
+        })
+    raise NotFound(f"no admin endpoint {method} /sim/{what}")

@@ -1,0 +1,293 @@
+"""The simulated kubelet: one loop standing in for the kubelet of every node.
+
+For each pod bound to an existing node it moves the pod Pending → Running (container statuses,
+start time, IPs) and, after the startup delay, to Ready. It honours the ``sim.dsctl.io/*``
+knobs (startup delay per pod or per node, never-ready, fail-after), takes Ready away while the
+node's own Ready condition is not True, and finishes graceful deletion: once a deleted pod's
+grace period (capped sim-wide so tests stay quick) has passed it is removed with grace 0.
+
+Time-based transitions are timers on the injected clock, one heap entry per pod, never a task
+per pod. The per-pod memory is one small record holding the pod's uid, when the kubelet started
+it, when it saw the deletion, and the pending timer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from dsctl_api.timefmt import parse_rfc3339
+from dsctl_sim.controllers.clock import Clock, TimerHandle
+from dsctl_sim.controllers.feeds import Feeds
+from dsctl_sim.controllers.podstatus import (
+    ANN_FAIL_AFTER,
+    ANN_NEVER_READY,
+    ANN_NODE_STARTUP,
+    ANN_STARTUP,
+    annotation_float,
+    failed_status,
+    node_ip,
+    node_ready_status,
+    pod_ip,
+    running_status,
+)
+from dsctl_sim.controllers.util import (
+    PodKey,
+    index_pod_node,
+    pod_key,
+    split_pod_key,
+    status_update,
+)
+from dsctl_sim.controllers.worker import WorkLoop
+from dsctl_sim.errors import Conflict, NotFound, StorageError
+from dsctl_sim.storage import Storage
+
+__all__ = ["Kubelet"]
+
+log = structlog.get_logger(__name__)
+
+_DEFAULT_GRACE = 30.0
+
+
+@dataclass(slots=True)
+class _Record:
+    """What the kubelet remembers about one pod between syncs."""
+
+    uid: str
+    started_at: float | None = None
+    deleting_since: float | None = None
+    timer: TimerHandle | None = None
+    timer_at: float | None = None
+    written_rv: str | None = None
+
+
+class Kubelet(WorkLoop[PodKey]):
+    """Runs pods on every node. See the module docstring for the lifecycle it drives.
+
+    Keys are pod keys (``namespace/name``); ``sync`` re-reads the pod and its node each time.
+    """
+
+    name = "kubelet"
+
+    def __init__(
+        self,
+        storage: Storage,
+        *,
+        clock: Clock,
+        pod_startup_seconds: float,
+        max_termination_seconds: float,
+    ) -> None:
+        super().__init__(clock=clock)
+        self._storage = storage
+        self._default_startup = max(0.0, pod_startup_seconds)
+        self._max_grace = max(0.0, max_termination_seconds)
+        self._records: dict[PodKey, _Record] = {}
+        self._by_node: dict[str, set[PodKey]] = {}
+        self._node_ready: dict[str, bool] = {}
+        self._node_startup: dict[str, float | None] = {}
+        self._ip_serial: dict[str, int] = {}
+
+    def register(self, feeds: Feeds) -> None:
+        """Listen to pod and node changes."""
+        feeds.on("pods", self._on_pod)
+        feeds.on("nodes", self._on_node)
+
+    def stats(self) -> dict[str, int]:
+        """Work counters plus how many pods the kubelet is tracking."""
+        return {**super().stats(), "pods": len(self._records)}
+
+    def close(self) -> None:
+        """Cancel every pod's pending timer."""
+        super().close()
+        for record in self._records.values():
+            if record.timer is not None:
+                record.timer.cancel()
+                record.timer, record.timer_at = None, None
+
+    # -- handlers: bookkeeping and enqueue only -------------------------------------------
+
+    def _on_pod(self, event_type: str, pod: dict[str, Any]) -> None:
+        key = pod_key(pod)
+        node = index_pod_node(self._by_node, key, pod, deleted=event_type == "DELETED")
+        if event_type == "DELETED":
+            record = self._records.pop(key, None)
+            if record is not None and record.timer is not None:
+                record.timer.cancel()
+            return
+        if not node:
+            return
+        record = self._records.get(key)
+        if record is not None and record.written_rv == (pod.get("metadata") or {}).get(
+            "resourceVersion"
+        ):
+            return  # the echo of our own status write: nothing new to act on
+        self.enqueue(key)
+
+    def _on_node(self, event_type: str, node: dict[str, Any]) -> None:
+        name = str((node.get("metadata") or {}).get("name") or "")
+        if event_type == "DELETED":
+            self._node_ready.pop(name, None)
+            self._node_startup.pop(name, None)
+            self._ip_serial.pop(name, None)
+            return
+        # A node without a Ready condition counts as Ready: nodes created bare (by a test or
+        # by kubectl) have no kubelet to report one, and the sim treats them as healthy.
+        ready = node_ready_status(node) in (None, "True")
+        startup = annotation_float(node, ANN_NODE_STARTUP)
+        changed = self._node_ready.get(name) != ready or self._node_startup.get(name) != startup
+        self._node_ready[name] = ready
+        self._node_startup[name] = startup
+        if changed or event_type == "ADDED":
+            for key in self._by_node.get(name, ()):
+                self.enqueue(key)
+
+    # -- the sync -------------------------------------------------------------------------
+
+    def sync(self, key: PodKey) -> None:
+        """Drive one pod one step towards where its knobs and its node say it should be."""
+        namespace, name = split_pod_key(key)
+        pod = self._storage.get("pods", namespace, name)
+        if pod is None:
+            self._forget(key)
+            return
+        meta = pod.get("metadata") or {}
+        spec = pod.get("spec") or {}
+        node_name = spec.get("nodeName")
+        if not node_name:
+            return
+        uid = str(meta.get("uid") or "")
+        record = self._records.get(key)
+        if record is None or record.uid != uid:
+            if record is not None and record.timer is not None:
+                record.timer.cancel()
+            record = _Record(uid=uid)
+            self._records[key] = record
+        now = self.clock.now()
+
+        if meta.get("deletionTimestamp"):
+            self._terminate(key, pod, record, now)
+            return
+        status = pod.get("status") or {}
+        if status.get("phase") in ("Succeeded", "Failed"):
+            self._forget(key)
+            return
+        node = self._storage.get("nodes", None, node_name)
+        if node is None:
+            return  # pod GC removes pods of vanished nodes
+        if record.started_at is None:
+            record.started_at = self._recover_start(status, now)
+        started = record.started_at
+
+        fail_after = annotation_float(pod, ANN_FAIL_AFTER)
+        if fail_after is not None and now >= started + fail_after:
+            self._write(key, pod, failed_status(pod, now=now), None)
+            self._forget(key)
+            return
+
+        never_ready = str((meta.get("annotations") or {}).get(ANN_NEVER_READY, "")).lower()
+        delay = self._startup_delay(pod, node)
+        ready_at = None if never_ready == "true" else started + delay
+        node_ok = node_ready_status(node) in (None, "True")
+        containers_ready = ready_at is not None and now >= ready_at
+        host = node_ip(node)
+        ip = host if spec.get("hostNetwork") else (status.get("podIP") or self._next_ip(node))
+        new_status = running_status(
+            pod,
+            now=now,
+            started_at=started,
+            ready=containers_ready and node_ok,
+            host_ip=host,
+            ip=ip,
+            not_ready_reason="ContainersNotReady" if not containers_ready else "NodeNotReady",
+        )
+        if new_status != status:
+            self._write(key, pod, new_status, record)
+
+        due = [t for t in (ready_at, None if fail_after is None else started + fail_after) if t]
+        future = [t for t in due if t > now]
+        self._arm(key, record, min(future) if future else None)
+
+    def _terminate(self, key: PodKey, pod: dict[str, Any], record: _Record, now: float) -> None:
+        meta = pod["metadata"]
+        if record.deleting_since is None:
+            record.deleting_since = now
+        grace = meta.get("deletionGracePeriodSeconds")
+        if grace is None:
+            grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds", _DEFAULT_GRACE)
+        try:
+            grace_seconds = max(0.0, float(grace))
+        except (TypeError, ValueError):
+            grace_seconds = _DEFAULT_GRACE
+        due = record.deleting_since + min(grace_seconds, self._max_grace)
+        if now < due:
+            self._arm(key, record, due)
+            return
+        namespace, name = split_pod_key(key)
+        try:
+            self._storage.delete("pods", namespace, name, uid=record.uid, grace_period_seconds=0)
+        except NotFound:
+            pass
+        except Conflict:
+            # A uid precondition failed: the name now belongs to a new pod; sync that one.
+            self.enqueue(key)
+            return
+        self._forget(key)
+
+    def _next_ip(self, node: dict[str, Any]) -> str:
+        name = str((node.get("metadata") or {}).get("name") or "")
+        serial = self._ip_serial.get(name, 0)
+        self._ip_serial[name] = serial + 1
+        return pod_ip((node.get("spec") or {}).get("podCIDR"), serial)
+
+    def _startup_delay(self, pod: dict[str, Any], node: dict[str, Any]) -> float:
+        for value in (annotation_float(pod, ANN_STARTUP), annotation_float(node, ANN_NODE_STARTUP)):
+            if value is not None:
+                return value
+        return self._default_startup
+
+    def _recover_start(self, status: dict[str, Any], now: float) -> float:
+        """When a pod already reported Running (a restarted control plane), keep its start."""
+        start = status.get("startTime")
+        if status.get("phase") == "Running" and isinstance(start, str):
+            try:
+                return min(now, parse_rfc3339(start))
+            except ValueError:
+                pass
+        return now
+
+    def _arm(self, key: PodKey, record: _Record, when: float | None) -> None:
+        if record.timer_at == when:
+            return
+        if record.timer is not None:
+            record.timer.cancel()
+        record.timer, record.timer_at = None, when
+        if when is not None:
+            record.timer = self.clock.call_at(when, lambda: self._fire(key, record))
+
+    def _fire(self, key: PodKey, record: _Record) -> None:
+        # The timer is spent: forget it, so re-arming for the same instant (a real clock may
+        # fire a hair early) sets a fresh one instead of trusting this one.
+        record.timer, record.timer_at = None, None
+        self.enqueue(key)
+
+    def _forget(self, key: PodKey) -> None:
+        record = self._records.pop(key, None)
+        if record is not None and record.timer is not None:
+            record.timer.cancel()
+
+    def _write(
+        self, key: PodKey, pod: dict[str, Any], status: dict[str, Any], record: _Record | None
+    ) -> None:
+        try:
+            stored = self._storage.update("pods", status_update(pod, status), subresource="status")
+        except Conflict:
+            self.enqueue(key)
+        except NotFound:
+            self._forget(key)
+        except StorageError as err:
+            log.warning("sim_kubelet_status_rejected", pod=key, error=str(err))
+        else:
+            if record is not None:
+                record.written_rv = stored["metadata"]["resourceVersion"]

@@ -1,0 +1,82 @@
+"""The HTTP layer's single doorway to API semantics: defaulting, validation, patching, tables.
+
+Those live in ``dsctl_sim.validation``, ``dsctl_sim.patch`` and ``dsctl_sim.discovery``
+(written separately, pure functions over dicts). This module adapts their results to the
+server's error types, so handlers deal only in ``StorageError``: validation causes become
+422 ``Invalid``, ``PatchError`` codes become 400/415/422.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dsctl_sim.crds import printer_columns
+from dsctl_sim.discovery import to_table
+from dsctl_sim.errors import BadRequest, Invalid, StorageError, UnsupportedMediaType
+from dsctl_sim.patch import PatchError, apply_patch
+from dsctl_sim.registry import ResourceType
+from dsctl_sim.storage import Storage
+from dsctl_sim.validation import apply_defaults, validate
+
+__all__ = ["admit", "admit_status", "patched", "render_table", "table_for"]
+
+Obj = dict[str, Any]
+
+
+def admit(rt: ResourceType, obj: Obj, old: Obj | None) -> None:
+    """Default ``obj`` in place, then validate it (against ``old`` on update); 422 on failure."""
+    apply_defaults(rt.key, obj)
+    causes = validate(rt.key, obj, old)
+    if causes:
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        raise Invalid.object(kind=rt.kind, group=rt.group, name=name, causes=list(causes))
+
+
+def admit_status(rt: ResourceType, obj: Obj, old: Obj) -> None:
+    """Validate a write to the ``status`` subresource; 422 on failure."""
+    causes = validate(rt.key, obj, old, subresource="status")
+    if causes:
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        raise Invalid.object(kind=rt.kind, group=rt.group, name=name, causes=list(causes))
+
+
+def patched(rt: ResourceType, original: Obj, body: bytes, content_type: str) -> Obj:
+    """``original`` with the patch applied (a new dict sharing nothing with ``original``);
+    the patch error mapped to a Status."""
+    try:
+        out = apply_patch(original, body, content_type, kind=rt.kind)
+    except PatchError as err:
+        if err.code == 415:
+            raise UnsupportedMediaType(err.message) from err
+        if err.code == 422:
+            name = str((original.get("metadata") or {}).get("name") or "")
+            raise Invalid(f'{rt.kind} "{name}" is invalid: {err.message}') from err
+        if err.code == 400:
+            raise BadRequest(err.message) from err
+        raise StorageError(err.message, code=err.code) from err
+    return out
+
+
+def table_for(
+    rt: ResourceType,
+    objects: list[Obj],
+    now: float,
+    *,
+    include_object: str = "Metadata",
+    include_headers: bool = True,
+    printer_columns: list[Obj] | None = None,
+) -> Obj:
+    """The ``meta.k8s.io/v1`` Table for these objects; 400 for a bad ``includeObject``."""
+    try:
+        return to_table(rt, objects, now, include_object=include_object, include_headers=include_headers,
+                        printer_columns=printer_columns)
+    except ValueError as err:
+        raise BadRequest(str(err)) from err
+
+
+def render_table(
+    query: Any, storage: Storage, rt: ResourceType, objects: list[Obj], now: float, *, include_headers: bool = True
+) -> Obj:
+    """``table_for`` with the request's ``includeObject`` and a CRD's printer columns."""
+    return table_for(rt, objects, now, include_object=query.get("includeObject") or "Metadata",
+                     include_headers=include_headers, printer_columns=printer_columns(storage, rt))

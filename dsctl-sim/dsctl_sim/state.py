@@ -1,0 +1,41 @@
+"""What every request handler of the simulated API server shares.
+
+One ``ApiState`` per server: the storage, the fault injector, the request log, the list
+snapshots for continue tokens, and the watch settings. Handlers receive it from the aiohttp
+application instead of reaching for globals, so tests can run several servers side by side.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from dsctl_sim.faults import Faults
+from dsctl_sim.listing import Paginator
+from dsctl_sim.metrics import SimMetrics
+from dsctl_sim.requestlog import RequestLog
+from dsctl_sim.storage import Storage
+
+__all__ = ["ApiState"]
+
+
+@dataclass(slots=True)
+class ApiState:
+    """Shared server state. ``bookmark_seconds`` is the interval between watch bookmarks;
+    ``min_watch_timeout``/``max_watch_timeout`` bound the random server-side timeout of
+    watches that do not ask for one (kube-apiserver picks 30–60 minutes). ``token``, when
+    set, is the only bearer token the API accepts (others get 401)."""
+
+    storage: Storage
+    faults: Faults = field(default_factory=Faults)
+    requests: RequestLog = field(default_factory=RequestLog)
+    paginator: Paginator = field(default_factory=Paginator)
+    bookmark_seconds: float = 15.0
+    min_watch_timeout: float = 1800.0
+    max_watch_timeout: float = 3600.0
+    now: Callable[[], float] = time.time
+    version: dict[str, str] = field(default_factory=dict)
+    stopping: bool = False
+    token: str | None = None
+    metrics: SimMetrics | None = None
