@@ -1,4 +1,4 @@
-"""dsctl: a Kubernetes DaemonSet controller in Python asyncio, with an embedded simulated cluster.
+"""dsctl: a Kubernetes DaemonSet controller in Python asyncio.
 
 Packages, outermost first:
 
@@ -6,8 +6,10 @@ Packages, outermost first:
 - ``dsctl.daemonset``: the domain. Pure planners plus the one controller module that wires them.
 - ``dsctl.workqueue`` and ``dsctl.informer``: client-go style runtime building blocks.
 - ``dsctl.kube``: the only code that speaks HTTP to an API server.
-- ``dsctl_api``: pure helpers over Kubernetes objects, shared by the controller and the simulator.
-- ``dsctl_sim``: the simulated cluster (``dsctl sim``); it shares nothing with the controller but ``dsctl_api``.
+
+Beside it, in their own distributions: ``dsctl_api`` (``dsctl-api``), pure helpers over
+Kubernetes objects shared with the simulator, and ``dsctl_sim`` (``dsctl-sim``), the simulated
+cluster, which this package never imports (``dsctl sim serve`` runs it in a new process).
 """
 
 __version__ = "0.1.0"
