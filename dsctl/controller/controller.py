@@ -27,6 +27,7 @@ from prometheus_client import CollectorRegistry
 from dsctl.daemonset import history as hist
 from dsctl.daemonset.backoff import FailedPodBackoff
 from dsctl.daemonset.conditions import INVALID, set_condition, without_condition
+from dsctl.daemonset.controls import InvalidControl, RolloutControls, rollout_controls
 from dsctl.daemonset.eligibility import Eligibility, Fit
 from dsctl.daemonset.expectations import Expectations
 from dsctl.daemonset.manage import plan_manage
@@ -259,8 +260,10 @@ class DaemonSetController:
         if not plan.has_writes:
             try:
                 should_run = [name for name, fit in fits.items() if fit.should_run]
+                controls = self._controls(ds)
+                labels = _node_labels(nodes) if controls.selector is not None else None
                 update = plan_rolling_update(ds=ds, nodes_should_run=should_run, pods_by_node=by_node,
-                                             hash=history.hash, now=now)
+                                             hash=history.hash, now=now, controls=controls, node_labels=labels)
             except InvalidRollout as exc:
                 self.recorder.record(ds, "Warning", "InvalidRollout", f"{exc.field}: {exc.message}")
                 update = Plan()
@@ -283,6 +286,15 @@ class DaemonSetController:
         if result.errors:
             return Retry("; ".join(result.errors[:3]))
         return Done(requeue_after=soonest(plan.requeue_after, status_requeue))
+
+    def _controls(self, ds: Obj) -> RolloutControls:
+        """The DaemonSet's rollout controls; an unreadable one holds the rollout, with a warning."""
+        try:
+            return rollout_controls(ds)
+        except InvalidControl as exc:
+            self.recorder.record(ds, "Warning", "InvalidRolloutControl",
+                                 f"{exc.field}: {exc.message}; the rolling update is held until it is fixed")
+            return RolloutControls(paused=True)
 
     async def _refuse(self, ds: Obj, problems: list[Problem]) -> Outcome:
         """Leave an unreconcilable DaemonSet alone, saying why in events and a condition."""
@@ -496,3 +508,8 @@ def _selects_everything(spec: Any) -> bool:
         return selector_from_label_selector(spec["selector"]).empty
     except SelectorError:
         return False
+
+
+def _node_labels(nodes: Sequence[Obj]) -> dict[str, Mapping[str, str]]:
+    """Node name to labels, for a rollout ``selector``."""
+    return {str(node["metadata"]["name"]): node["metadata"].get("labels") or {} for node in nodes}

@@ -12,6 +12,10 @@ surge path is taken and ``maxUnavailable`` plays no part in it.
 
 Nodes are visited in name order (upstream uses Go's random map order), so plans are
 deterministic and table tests can pin exact pods.
+
+The rollout controls of ``controls`` (``partition``, ``paused``, a node ``selector``) freeze
+some old pods: a frozen node is never updated, but its availability still counts against
+``maxUnavailable``, so holding pods back can only make a pass more careful.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from dsctl.daemonset.access import as_map, deletion_timestamp, min_ready_seconds, update_strategy
+from dsctl.daemonset.controls import NO_CONTROLS, RolloutControls, frozen_nodes
 from dsctl.daemonset.plan import Plan, PodRef, soonest
 from dsctl.daemonset.template import is_pod_updated, template_generation
 from dsctl_api.intstr import IntStrError, scaled_value
@@ -166,6 +171,7 @@ class _Pass:
 
     min_ready: int
     now: float
+    frozen: frozenset[str] = frozenset()
     requeue: float | None = None
 
     def available(self, pod: Obj) -> bool:
@@ -185,6 +191,8 @@ def plan_rolling_update(
     pods_by_node: Mapping[str, Sequence[Obj]],
     hash: str,
     now: float,
+    controls: RolloutControls = NO_CONTROLS,
+    node_labels: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Plan:
     """Plan one rolling-update pass: old pods to delete and nodes to surge onto.
 
@@ -195,10 +203,11 @@ def plan_rolling_update(
     ``hash`` is the current revision's hash (``HistoryPlan.hash``).
 
     ``requeue_after`` is set when some pod is Ready but not yet available for minReadySeconds:
-    it is the time until the first of them becomes available. OnDelete yields an empty plan.
-    Raises ``InvalidRollout`` for a malformed strategy.
+    it is the time until the first of them becomes available. OnDelete yields an empty plan,
+    and so does ``controls.paused``. ``node_labels`` (node name to labels) is read only for
+    ``controls.selector``. Raises ``InvalidRollout`` for a malformed strategy.
     """
-    if update_strategy_type(ds) != _ROLLING:
+    if update_strategy_type(ds) != _ROLLING or controls.paused:
         return Plan()
     limits = updated_desired_node_counts(ds, nodes_should_run)
     generation = template_generation(ds)
@@ -208,13 +217,24 @@ def plan_rolling_update(
         return Plan()
     view = {node: list(pods_by_node.get(node, ())) for node in {*pods_by_node, *nodes_should_run}}
     nodes = [(name, find_updated_pods_on_node(view[name], hash, generation)) for name in sorted(view)]
-    state = _Pass(min_ready=min_ready_seconds(ds), now=now)
+    state = _Pass(min_ready=min_ready_seconds(ds), now=now, frozen=_frozen(nodes, controls, node_labels or {}))
     if limits.max_surge == 0:
         deletes: list[PodRef] = _no_surge(nodes, limits, state)
         creates: list[str] = []
     else:
         creates, deletes = _surge(nodes, limits, state, set(nodes_should_run))
     return Plan(creates=tuple(creates), deletes=tuple(deletes), requeue_after=state.requeue)
+
+
+def _frozen(
+    nodes: list[tuple[str, NodePods]], controls: RolloutControls, node_labels: Mapping[str, Mapping[str, str]]
+) -> frozenset[str]:
+    """The nodes whose old pod this pass must leave alone (see ``dsctl.daemonset.controls``)."""
+    if not controls.holds_back:
+        return frozenset()
+    old_only = [name for name, found in nodes if found.ok and found.old is not None and found.new is None]
+    settled = [name for name, found in nodes if not (found.ok and found.old is not None and found.new is None)]
+    return frozen_nodes(controls, old_only=old_only, settled=settled, node_labels=node_labels)
 
 
 def _has_old_pods(pods_by_node: Mapping[str, Sequence[Obj]], template_hash: str, generation: int | None) -> bool:
@@ -238,6 +258,7 @@ def _no_surge(nodes: list[tuple[str, NodePods]], limits: RolloutLimits, state: _
     # - An old pod that is already unavailable is always replaced: deleting it costs nothing.
     # - A node with an excess of pods (ok=False) or with both an old and a new pod is left to
     #   manage and counted as unavailable.
+    # - A frozen node (partition, selector) keeps its old pod, available or not, and still counts.
     unavailable = 0
     replace: list[PodRef] = []
     candidates: list[PodRef] = []
@@ -250,8 +271,11 @@ def _no_surge(nodes: list[tuple[str, NodePods]], limits: RolloutLimits, state: _
                 unavailable += 1
         elif old is not None:
             if not state.available(old):
-                replace.append(PodRef.of(old, node=node))
+                if node not in state.frozen:
+                    replace.append(PodRef.of(old, node=node))
                 unavailable += 1
+            elif node in state.frozen:
+                continue
             elif unavailable < limits.max_unavailable:
                 candidates.append(PodRef.of(old, node=node))
     budget = max(0, min(limits.max_unavailable - unavailable, len(candidates)))
@@ -273,6 +297,7 @@ def _surge(
     # - An old pod goes only when its node's new pod is available.
     # - Old pods on nodes that lost eligibility go only while more nodes are available than
     #   desired, so moving the DaemonSet between nodes never drops availability.
+    # - A frozen node (partition, selector) gets no surge pod and keeps its old pod.
     surging = 0
     available_nodes = 0
     deletes: list[PodRef] = []
@@ -291,6 +316,8 @@ def _surge(
             available_nodes += 1
         if old is None:
             continue  # nothing to replace; manage creates on an empty node
+        if new is None and node in state.frozen:
+            continue
         if new is None:
             if not state.available(old):
                 if node in should_run:
