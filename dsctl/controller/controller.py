@@ -323,6 +323,7 @@ class DaemonSetController:
                                                   namespace=meta.get("namespace"))
         key = f"{meta.get('namespace', '')}/{meta['name']}"
         self._written[key] = (str(meta.get("resourceVersion", "")), written)
+        self.handlers.note_status_write(key, written)
 
     def _fits_for(self, ds: Obj, nodes: Sequence[Obj]) -> dict[str, Fit]:
         """Eligibility of every node, reusing verdicts for nodes unchanged since the last sync.
