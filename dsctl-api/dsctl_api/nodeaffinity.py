@@ -3,7 +3,8 @@
 This is the scheduler's required-affinity rule, used both by the simulated scheduler (to bind)
 and by the controller (to decide eligibility). Terms are ORed; inside a term every expression
 and field requirement must hold. A term that cannot be parsed is skipped, as upstream does,
-rather than failing the whole affinity.
+rather than failing the whole affinity. ``Gt``/``Lt`` values and the labels they compare are
+integers exactly as Go's ``strconv.ParseInt(v, 10, 64)`` reads them (``dsctl_api.strconv``).
 
 The controller runs this for every node on every sync, so plain dicts (what JSON decodes to)
 are recognised with ``type(x) is dict`` before the much slower ``Mapping`` ABC check.
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, TypeGuard
+
+from dsctl_api.strconv import parse_int64
 
 __all__ = ["node_selector_term_matches", "required_node_affinity_matches", "required_terms"]
 
@@ -53,15 +56,15 @@ def _requirement_matches(expr: Any, value_of: Mapping[str, Any]) -> bool | None:
     if op in ("Gt", "Lt"):
         if len(values) != 1:
             return None
-        try:
-            want = int(values[0])
-        except (TypeError, ValueError):
+        # Both sides are parsed as Go's ParseInt(v, 10, 64), as labels.Requirement does: a
+        # value it refuses makes the requirement unparsable, a label it refuses never matches.
+        want = parse_int64(values[0])
+        if want is None:
             return None
         if not present:
             return False
-        try:
-            got = int(str(have))
-        except ValueError:
+        got = parse_int64(have)
+        if got is None:
             return False
         return got > want if op == "Gt" else got < want
     return None

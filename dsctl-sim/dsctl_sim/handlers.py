@@ -20,7 +20,7 @@ from aiohttp import web
 
 from dsctl_api.fields import FieldSelector, FieldSelectorError, parse_field_selector
 from dsctl_api.labels import Selector, SelectorError, parse_selector
-from dsctl_sim import semantics
+from dsctl_sim import rawdata, semantics
 from dsctl_sim.apiwarnings import add_warnings
 from dsctl_sim.errors import (
     AlreadyExists,
@@ -252,6 +252,7 @@ async def _create(request: web.BaseRequest, state: ApiState, info: RequestInfo) 
                               "code": 201}, status=201)
     if info.name is not None:
         raise MethodNotAllowed(f"create is not supported on {info.resource} with a name")
+    rawdata.attach_from_body(info.rt.key, obj, await request.read(), request.content_type or _JSON)
     _decode_fields(request, info, obj, mode)
     _check_identity(info, obj)
     semantics.admit(info.rt, obj, None)
@@ -268,6 +269,7 @@ async def _update(request: web.BaseRequest, state: ApiState, info: RequestInfo) 
     mode = field_validation(request.query, verb="update")
     obj = await _body(request)
     assert info.name is not None
+    rawdata.attach_from_body(info.rt.key, obj, await request.read(), request.content_type or _JSON)
     _decode_fields(request, info, obj, mode)
     _check_identity(info, obj)
     storage = state.storage
@@ -294,6 +296,7 @@ async def _patch(request: web.BaseRequest, state: ApiState, info: RequestInfo) -
     body = await request.read()
     content_type = request.headers.get("Content-Type", "")
     new = semantics.patched(info.rt, old, body, content_type)
+    rawdata.attach_after_patch(info.rt.key, new, old, content_type)
     _decode_fields(request, info, new, mode, patch=PatchSource(content_type, body))
     _check_identity(info, new)
     if info.subresource is None:

@@ -43,6 +43,7 @@ from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import CONTROLLER_REVISIONS, NODES, PODS, Resource
 from dsctl.workqueue import RateLimitingQueue, default_controller_rate_limiter
+from dsctl_api import gojson
 from dsctl_api.labels import Selector, SelectorError, selector_from_label_selector
 from dsctl_api.pods import controller_ref
 
@@ -335,6 +336,7 @@ class DaemonSetController:
                                                   namespace=meta.get("namespace"))
         key = f"{meta.get('namespace', '')}/{meta['name']}"
         self._written[key] = (str(meta.get("resourceVersion", "")), written)
+        self.handlers.note_status_write(key, written)
 
     def _fits_for(self, ds: Obj, nodes: Sequence[Obj]) -> dict[str, Fit]:
         """Eligibility of every node, reusing verdicts for nodes unchanged since the last sync.
@@ -416,7 +418,7 @@ class DaemonSetController:
         plan = hist.plan_history(ds=ds, revisions=revisions, pods=pods,
                                  api_version=self.resource.api_version, kind=self.resource.kind)
         for update in plan.updates:
-            await self.client.update(CONTROLLER_REVISIONS, update, namespace=namespace)
+            await self._update_revision(update, namespace=namespace)
         for relabel in plan.pod_patches:
             try:
                 await self.client.patch(PODS, relabel.pod.name, relabel.patch, namespace=relabel.pod.namespace)
@@ -429,10 +431,27 @@ class DaemonSetController:
                 continue
         if plan.create is not None:
             try:
-                await self.client.create(CONTROLLER_REVISIONS, plan.create, namespace=namespace)
+                await self.client.create(CONTROLLER_REVISIONS, hist.wire_body(plan.create, new=True),
+                                         namespace=namespace)
             except errors.AlreadyExists:
                 return await self._resolve_collision(ds, plan)
         return plan
+
+    async def _update_revision(self, revision: Obj, *, namespace: str) -> None:
+        """PUT a revision with ``data`` in the bytes the server stored (see ``hist.wire_body``).
+
+        A revision that a dsctl release before Go-compatible encoding created holds ``<>&``
+        unescaped; the server refuses Go's bytes for it as a change of ``data``, and gets the
+        old encoding instead. Anything else that is refused stays an error.
+        """
+        try:
+            await self.client.update(CONTROLLER_REVISIONS, hist.wire_body(revision, new=False), namespace=namespace)
+        except errors.Invalid:
+            if not gojson.html_escape_changes(revision.get("data")):
+                raise
+            log.info("revision_written_unescaped", revision=(revision.get("metadata") or {}).get("name"))
+            await self.client.update(CONTROLLER_REVISIONS, hist.wire_body(revision, new=False, escape=False),
+                                     namespace=namespace)
 
     async def _resolve_collision(self, ds: Obj, plan: hist.HistoryPlan) -> hist.HistoryPlan | Outcome:
         meta = ds["metadata"]

@@ -7,6 +7,12 @@ update that changes them enqueues only the DaemonSets whose eligibility actually
 
 Expectations are observed here, because the handlers are where the controller first sees the
 effect of its own writes.
+
+Every DaemonSet update syncs it, as upstream's ``updateDaemonset`` enqueues every update: a
+status written by someone else (a user with ``kubectl patch --subresource=status``, a second
+controller) is corrected at once rather than at the next resync. The one update skipped is the
+echo of the controller's own status write (``note_status_write``): it carries exactly the
+status the sync just computed, so syncing it could only conclude that nothing is to be written.
 """
 
 from __future__ import annotations
@@ -43,6 +49,10 @@ def _only_status_changed(old: Obj, new: Obj) -> bool:
     return all(old_meta.get(k) == new_meta.get(k) for k in keys)
 
 
+def _resource_version(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
 class Handlers:
     """Event handlers for the four informers. ``enqueue`` adds a DaemonSet key to the queue.
 
@@ -68,6 +78,8 @@ class Handlers:
         self._expectations = expectations
         self._enqueue = enqueue
         self._enqueue_after = enqueue_after
+        # key -> resourceVersion of the controller's last status write not yet seen echoed.
+        self._own_status: dict[str, str] = {}
 
     # -- owners -------------------------------------------------------------------------------
 
@@ -108,21 +120,38 @@ class Handlers:
         """A new DaemonSet: sync it."""
         self._enqueue(object_key(ds))
 
+    def note_status_write(self, key: str, written: Obj) -> None:
+        """The controller wrote this status (``written`` is the server's answer): skip its echo."""
+        rv = _resource_version(written)
+        if rv:
+            self._own_status[key] = rv
+
     def on_ds_update(self, old: Obj, new: Obj) -> None:
-        """A change syncs it, and so does a resync; a status-only change (our own write) does not.
+        """Every update syncs it (a resync too), including a status written by someone else;
+        only the echo of the controller's own status write is skipped.
 
         A UID change (deleted and re-created under the same name) first forgets the old object.
         """
+        key = object_key(new)
         if (old.get("metadata") or {}).get("uid") != (new.get("metadata") or {}).get("uid"):
             self._expectations.delete(object_key(old))
-        elif old is not new and _only_status_changed(old, new):
+            self._own_status.pop(key, None)
+        elif old is not new and self._is_own_status_echo(key, old, new):
             return
-        self._enqueue(object_key(new))
+        self._enqueue(key)
+
+    def _is_own_status_echo(self, key: str, old: Obj, new: Obj) -> bool:
+        # The write was preconditioned on the cached resourceVersion, so its echo is the very
+        # next version the informer sees; any other version means the echo was missed (a
+        # relist folded it into a later one) and the entry is only forgotten.
+        mine = self._own_status.pop(key, None)
+        return mine is not None and _resource_version(new) == mine and _only_status_changed(old, new)
 
     def on_ds_delete(self, ds: Obj) -> None:
         """Forget its expectations; the sync will find it gone and clean up its state."""
         key = object_key(ds)
         self._expectations.delete(key)
+        self._own_status.pop(key, None)
         self._enqueue(key)
 
     # -- pods ---------------------------------------------------------------------------------

@@ -10,10 +10,18 @@ Everything here is a pure decision over cached objects. The controller applies a
 with the cached resourceVersion), then ``create`` (the snapshot), then ``pod_patches``, then
 ``deletes``. A create that fails with AlreadyExists is settled by ``resolve_create_conflict``.
 
+Revision data travels as Go's ``encoding/json`` writes it (``wire_body``), because
+kube-apiserver refuses an update whose ``data`` bytes differ from the stored ones. A new
+snapshot is written as upstream's ``getPatch`` writes it (keys sorted, ``<>&`` escaped), so the
+bytes are the ones kube-controller-manager would write for the same template; an existing
+revision is written back in the key order it was read in, which is the stored order.
+
 Deliberate differences from upstream:
 
-- Revision data is compared as parsed JSON, not as bytes. Upstream marshals the typed object,
-  so key order is fixed there; with dicts, structural equality is the faithful equivalent.
+- Revision data is matched as parsed JSON, not as bytes. Upstream compares its own marshalling
+  of the typed template with the stored bytes; with dicts, structural equality is the faithful
+  equivalent, and it also matches revisions that another writer encoded differently, which is
+  what lets dsctl take over kube-controller-manager's history without a new revision.
 - De-duplication relabels only pods that carry a hash of a deleted duplicate. Upstream relabels
   every pod of the DaemonSet, which also stamps pods of *old* revisions with the current hash and
   hides them from the rolling update.
@@ -34,6 +42,7 @@ from dsctl.daemonset.access import uid as _uid
 from dsctl.daemonset.hashing import compute_hash, revision_name
 from dsctl.daemonset.plan import PodRef
 from dsctl.daemonset.template import HASH_LABEL, owner_reference
+from dsctl_api import gojson
 from dsctl_api.pods import controller_ref
 
 __all__ = [
@@ -48,6 +57,7 @@ __all__ = [
     "revision_data_equal",
     "revision_number",
     "revision_patch",
+    "wire_body",
 ]
 
 DEFAULT_REVISION_HISTORY_LIMIT = 10
@@ -125,6 +135,20 @@ def revision_patch(ds: Obj) -> dict[str, Any]:
     template = copy.deepcopy(dict(_template(ds)))
     template["$patch"] = "replace"
     return {"spec": {"template": template}}
+
+
+def wire_body(revision: Obj, *, new: bool, escape: bool = True) -> dict[str, Any]:
+    """The revision as it must be sent: ``data`` pre-encoded the way Go encodes it.
+
+    ``new`` (a snapshot about to be created) sorts keys as upstream's map-based encoding does;
+    otherwise keys keep the order they were read in. ``escape=False`` leaves the body to the
+    transport's plain encoding, as dsctl releases before this one sent it: the bytes those
+    releases stored, for a revision they created.
+    """
+    data = revision.get("data")
+    if data is None or not escape:
+        return dict(revision)
+    return {**revision, "data": gojson.fragment(data, sort_keys=new)}
 
 
 def revision_data_equal(ds: Obj, revision: Obj) -> bool:

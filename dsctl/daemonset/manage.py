@@ -123,7 +123,7 @@ class _Builder:
             Event(
                 "Warning",
                 "FailedDaemonPod",
-                f"Daemon pod {namespace(pod)}/{name(pod)} failed on node {node}; deleting it to recreate it",
+                f"Found failed daemon pod {namespace(pod)}/{name(pod)} on node {node}, will try to kill it",
             )
         )
         self.delete(pod, node)
@@ -133,7 +133,7 @@ class _Builder:
             Event(
                 "Normal",
                 "SucceededDaemonPod",
-                f"Daemon pod {namespace(pod)}/{name(pod)} exited on node {node}; deleting it to recreate it",
+                f"Found succeeded daemon pod {namespace(pod)}/{name(pod)} on node {node}, will try to delete it",
             )
         )
         self.delete(pod, node)

@@ -4,8 +4,10 @@
 the daemon tolerations, the revision labels, a controller ownerReference, and placement.
 Placement pins the pod with a required node-affinity term ``metadata.name In [node]`` that
 replaces any required terms of the template (eligibility already evaluated them; preferred
-terms are kept), and leaves ``spec.nodeName`` empty so the scheduler binds it. Direct
-binding (for clusters without a running scheduler) additionally sets ``spec.nodeName``.
+terms are kept), and leaves ``spec.nodeName`` as the template has it: empty, so the scheduler
+binds the pod, or naming this node (a template naming another node is never eligible), in which
+case the pod is created bound, as kube-controller-manager creates it. Direct binding (for
+clusters without a running scheduler) sets ``spec.nodeName`` on every pod.
 
 ``target_node`` is the inverse: the node a pod is for, whether bound yet or not.
 """
@@ -144,8 +146,10 @@ def new_pod(
     pod_spec["affinity"] = node_name_affinity(pod_spec.get("affinity"), node_name)
     if direct_binding:
         pod_spec["nodeName"] = node_name
-    else:
+    elif not pod_spec.get("nodeName"):
         pod_spec.pop("nodeName", None)
+    # else: the template names this very node (eligibility refuses any other), and upstream
+    # keeps it, so the pod is bound at creation even when its schedulerName runs nowhere.
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": pod_spec}
 
 

@@ -296,5 +296,11 @@ def _check_node_requirement(causes: Causes, req: Any, path: str, *, fields: bool
         causes.required(f"{path}.values", "must be specified when `operator` is 'In' or 'NotIn'")
     elif operator in ("Exists", "DoesNotExist") and values:
         causes.forbidden(f"{path}.values", "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")
-    elif operator in ("Gt", "Lt") and (len(values) != 1 or not str(values[0]).lstrip("-").isdigit()):
-        causes.required(f"{path}.values", "must be specified single integer value when `operator` is 'Lt' or 'Gt'")
+    elif operator in ("Gt", "Lt") and len(values) != 1:
+        # kube-apiserver checks only the count here; whether the value is an integer is left to
+        # the scheduler and the controller (strconv.ParseInt), which then match no node.
+        causes.required(f"{path}.values", "must be specified single value when `operator` is 'Lt' or 'Gt'")
+    # Required-affinity values of new objects must be label values (AllowInvalidLabelValueIn-
+    # RequiredNodeAffinity is false unless the old object already held such a value).
+    for k, value in enumerate(values if isinstance(values, list) else []):
+        causes.names(f"{path}.values[{k}]", value, check_label_value(str(value)))

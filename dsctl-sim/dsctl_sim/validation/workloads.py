@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from dsctl_api.labels import SelectorError, selector_from_label_selector
+from dsctl_sim.rawdata import data_unchanged
 from dsctl_sim.validation.causes import Causes, check_label_value, check_labels, check_qualified_name, is_int
 from dsctl_sim.validation.podspec import validate_pod_spec
 
@@ -224,9 +225,10 @@ def validate_daemonset_status(causes: Causes, ds: Mapping[str, Any]) -> None:
 
 
 def validate_controller_revision(causes: Causes, rev: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
-    """A revision number >= 0 and data present; data never changes after creation."""
+    """A revision number >= 0 and data present; data never changes after creation, compared
+    as the stored bytes, as kube-apiserver compares them (``dsctl_sim.rawdata``)."""
     if "data" not in rev or rev.get("data") is None:
         causes.required("data", "data is mandatory")
     causes.nonnegative("revision", rev.get("revision"))
-    if old is not None and rev.get("data") != old.get("data"):
+    if old is not None and not data_unchanged(rev.get("data"), old.get("data")):
         causes.immutable("data", rev.get("data"))

@@ -11,7 +11,8 @@ from dsctl_api.pods import is_pod_available, is_pod_ready
 from dsctl_api.taints import find_untolerated, tolerates
 from dsctl_api.timefmt import format_micro, format_rfc3339, parse_rfc3339
 
-NODE = {"metadata": {"name": "node-1", "labels": {"zone": "a", "cpus": "8", "gpu": "yes"}}}
+NODE = {"metadata": {"name": "node-1", "labels": {"zone": "a", "cpus": "8", "gpu": "yes", "mem": "6_4",
+                                                  "huge": "99999999999999999999"}}}
 
 
 def _affinity(*terms: dict[str, Any]) -> dict[str, Any]:
@@ -36,6 +37,15 @@ def _expr(key: str, op: str, *values: str) -> dict[str, Any]:
         pytest.param(_affinity(_expr("cpus", "Gt", "4")), True, id="gt"),
         pytest.param(_affinity(_expr("cpus", "Lt", "4")), False, id="lt"),
         pytest.param(_affinity(_expr("cpus", "Gt", "x")), False, id="gt-malformed-term-skipped"),
+        pytest.param(_affinity(_expr("cpus", "Lt", "1_0")), False, id="lt-underscore-value-unparsable"),
+        pytest.param(_affinity(_expr("cpus", "Lt", "1_0"), _expr("zone", "In", "a")), True,
+                     id="unparsable-term-skipped-others-still-count"),
+        pytest.param(_affinity(_expr("cpus", "Lt", "99999999999999999999")), False, id="lt-value-beyond-int64"),
+        pytest.param(_affinity(_expr("cpus", "Lt", " 9")), False, id="lt-value-with-space"),
+        pytest.param(_affinity(_expr("cpus", "Gt", "+7")), True, id="gt-value-with-plus-sign"),
+        pytest.param(_affinity(_expr("cpus", "Gt", "-07")), True, id="gt-negative-leading-zero"),
+        pytest.param(_affinity(_expr("mem", "Gt", "1")), False, id="gt-underscore-label-never-matches"),
+        pytest.param(_affinity(_expr("huge", "Gt", "1")), False, id="gt-label-beyond-int64-never-matches"),
         pytest.param(_affinity(_expr("zone", "In", "b"), _expr("gpu", "Exists")), True, id="terms-ored"),
         pytest.param(_affinity({"matchFields": [{"key": "metadata.name", "operator": "In",
                                                  "values": ["node-1"]}]}), True, id="match-fields"),

@@ -296,7 +296,8 @@ def test_failed_pod_backoff_timing() -> None:
     first = run_manage(ds, make_nodes(0, 1), [failed], now=T0, backoff=backoff)
     assert [d.name for d in first.deletes] == [failed["metadata"]["name"]]
     assert first.backoff_steps == (key,)
-    assert first.events[0].message.startswith("Daemon pod default/")
+    name = failed["metadata"]["name"]
+    assert first.events[0].message == f"Found failed daemon pod default/{name} on node node-0, will try to kill it"
     for step in first.backoff_steps:
         backoff.next(step, now=T0)
 
@@ -341,6 +342,8 @@ def test_succeeded_pod_deleted_with_normal_event() -> None:
     assert plan.creates == ()
     (event,) = plan.events
     assert (event.type, event.reason, event.regarding) == ("Normal", "SucceededDaemonPod", None)
+    assert event.message == (f"Found succeeded daemon pod default/{pod['metadata']['name']} on node node-0, "
+                             "will try to delete it")
     assert plan.backoff_steps == ()
 
 

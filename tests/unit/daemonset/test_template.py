@@ -150,6 +150,16 @@ def test_placement_by_affinity(affinity: dict[str, Any] | None, preferred: Any) 
         assert pod["spec"]["affinity"]["podAntiAffinity"] == {"x": 1}
 
 
+@pytest.mark.parametrize("direct_binding", [pytest.param(False, id="scheduler"), pytest.param(True, id="direct")])
+def test_template_node_name_is_kept(direct_binding: bool) -> None:
+    """A template nodeName (eligibility lets only the named node through) stays on the pod, as upstream keeps it."""
+    pod = new_pod(make_ds(pod_spec={"nodeName": "node-1", "schedulerName": "custom"}), "node-1", hash="h",
+                  direct_binding=direct_binding)
+    assert pod["spec"]["nodeName"] == "node-1"
+    assert pod["spec"]["schedulerName"] == "custom"
+    assert _required(pod)["nodeSelectorTerms"] == [PIN]
+
+
 def test_direct_binding_sets_node_name() -> None:
     """Direct binding binds the pod itself and keeps the affinity pin."""
     pod = new_pod(make_ds(), "node-1", hash="h", direct_binding=True)
