@@ -27,6 +27,8 @@ def admit(rt: ResourceType, obj: Obj, old: Obj | None) -> None:
     """Default ``obj`` in place, then validate it (against ``old`` on update); 422 on failure."""
     apply_defaults(rt.key, obj)
     causes = validate(rt.key, obj, old)
+    if rt.schema is not None:
+        causes.extend(rt.schema.validate(obj, old))
     if causes:
         name = str((obj.get("metadata") or {}).get("name") or "")
         raise Invalid.object(kind=rt.kind, group=rt.group, name=name, causes=list(causes))
@@ -35,6 +37,8 @@ def admit(rt: ResourceType, obj: Obj, old: Obj | None) -> None:
 def admit_status(rt: ResourceType, obj: Obj, old: Obj) -> None:
     """Validate a write to the ``status`` subresource; 422 on failure."""
     causes = validate(rt.key, obj, old, subresource="status")
+    if rt.schema is not None:
+        causes.extend(rt.schema.validate(obj, old))
     if causes:
         name = str((obj.get("metadata") or {}).get("name") or "")
         raise Invalid.object(kind=rt.kind, group=rt.group, name=name, causes=list(causes))
