@@ -225,8 +225,9 @@ QUALIFIED_NAME_REGEX = (
 )
 MAX_LABELS = 256
 MAX_SELECTOR_REQUIREMENTS = 64
-MAX_SELECTOR_VALUES = 1024
+MAX_SELECTOR_VALUES = 256
 MAX_NODE_SELECTOR_TERMS = 64
+MAX_OPERATOR = 16  # the longest operator, DoesNotExist, has 12 characters
 
 _LABEL_VALUE_RULE = {"rule": f"self.matches('^{LABEL_VALUE_REGEX}$')", "message": LABEL_VALUE_MESSAGE}
 _LABEL_VALUE_BOUNDS = {"maxLength": 63}
@@ -421,6 +422,7 @@ BOUNDS: dict[str, dict[str, Any]] = {
     "spec.selector.matchLabels{}": _LABEL_VALUE_BOUNDS,
     "spec.selector.matchExpressions": {"maxItems": MAX_SELECTOR_REQUIREMENTS},
     "spec.selector.matchExpressions[].key": {"maxLength": 317},
+    "spec.selector.matchExpressions[].operator": {"maxLength": MAX_OPERATOR},
     "spec.selector.matchExpressions[].values": {"maxItems": MAX_SELECTOR_VALUES},
     "spec.selector.matchExpressions[].values[]": _LABEL_VALUE_BOUNDS,
     "spec.template.metadata.labels": {"maxProperties": MAX_LABELS},
@@ -431,10 +433,16 @@ BOUNDS: dict[str, dict[str, Any]] = {
     _REQUIRED_TERMS: {"maxItems": MAX_NODE_SELECTOR_TERMS},
     f"{_REQUIRED_TERMS}[].matchExpressions": {"maxItems": MAX_SELECTOR_REQUIREMENTS},
     f"{_REQUIRED_TERMS}[].matchExpressions[].key": {"maxLength": 317},
+    f"{_REQUIRED_TERMS}[].matchExpressions[].operator": {"maxLength": MAX_OPERATOR},
+    f"{_REQUIRED_TERMS}[].matchFields[].key": {"maxLength": 317},
+    f"{_REQUIRED_TERMS}[].matchFields[].operator": {"maxLength": MAX_OPERATOR},
     f"{_REQUIRED_TERMS}[].matchFields": {"maxItems": MAX_SELECTOR_REQUIREMENTS},
     _PREFERRED: {"maxItems": MAX_NODE_SELECTOR_TERMS},
     f"{_PREFERRED}[].preference.matchExpressions": {"maxItems": MAX_SELECTOR_REQUIREMENTS},
     f"{_PREFERRED}[].preference.matchExpressions[].key": {"maxLength": 317},
+    f"{_PREFERRED}[].preference.matchExpressions[].operator": {"maxLength": MAX_OPERATOR},
+    f"{_PREFERRED}[].preference.matchFields[].key": {"maxLength": 317},
+    f"{_PREFERRED}[].preference.matchFields[].operator": {"maxLength": MAX_OPERATOR},
     f"{_PREFERRED}[].preference.matchFields": {"maxItems": MAX_SELECTOR_REQUIREMENTS},
 }
 
