@@ -120,11 +120,16 @@ def compile_rules(entries: Any) -> tuple[CelRule, ...]:
     return tuple(rules)
 
 
-def _eval_error_text(err: Exception) -> str:
-    # cel-go's wording for the runtime errors a rule over JSON data can meet.
+def _eval_error_detail(err: Exception, rule: CelRule) -> str:
+    # apiextensions' wording for a rule that fails to evaluate, with cel-go's error texts.
     if isinstance(err, KeyError):
-        return f"no such key: {err.args[0] if err.args else ''}"
-    return str(err).splitlines()[0] if str(err) else type(err).__name__
+        return f"no such key: {err.args[0] if err.args else ''} evaluating rule: {rule.error_text}"
+    text = str(err).splitlines()[0] if str(err) else type(err).__name__
+    if text.lower().startswith("no such overload"):
+        # An int-or-string (typed dyn) bypasses type checking, so this surfaces at run time.
+        return ("'no such overload': call arguments did not match a supported operator, function or macro "
+                f"signature for rule: {rule.error_text}")
+    return f"{text} evaluating rule: {rule.error_text}"
 
 
 def _message(rule: CelRule, variables: dict[str, Any]) -> str:
@@ -166,7 +171,7 @@ def evaluate_rules(
             result = rule.program.execute(dict(variables))
         except Exception as err:
             if not (ratchet and not rule.uses_old_self):
-                causes.invalid(path, type_name, f"{_eval_error_text(err)} evaluating rule: {rule.error_text}")
+                causes.invalid(path, type_name, _eval_error_detail(err, rule))
             continue
         if result is True:
             continue

@@ -121,22 +121,27 @@ class CustomSchema:
         root = self._root
         body = {k: v for k, v in obj.items() if k != "metadata"}
         old_body = None if old is None else {k: v for k, v in old.items() if k != "metadata"}
-        _walk(causes, root, body, old_body, path="", parent_ratchet=lambda: False)
+        # Schema errors first, then the rules' errors, as apiextensions reports them.
+        _walk(causes, root, body, old_body, path="", parent_ratchet=lambda: False, rules=False)
+        _walk(causes, root, body, old_body, path="", parent_ratchet=lambda: False, rules=True)
         return list(causes)
 
 
-def _walk(causes: Causes, node: _Node, value: Any, old: Any, *, path: str, parent_ratchet: Ratchet) -> None:
+def _walk(causes: Causes, node: _Node, value: Any, old: Any, *, path: str, parent_ratchet: Ratchet,
+          rules: bool) -> None:
+    """One pass over the value: the schema checks (``rules=False``) or the CEL rules (``rules=True``)."""
     def ratchet() -> bool:
         return value == old if old is not None else parent_ratchet()
 
     before = len(causes)
-    if not _check_value(causes, node, value, path):
+    if rules:
+        if node.rules:
+            evaluate_rules(causes, node.rules, path=path, type_name=node.type, value=value, old=old,
+                           ratchet=old is not None and ratchet())
+    elif not _check_value(causes, node, value, path):
         if ratchet():
             del causes[before:]
         return
-    if node.rules:
-        evaluate_rules(causes, node.rules, path=path, type_name=node.type, value=value, old=old,
-                       ratchet=old is not None and ratchet())
     if isinstance(value, Mapping):
         old_map = old if isinstance(old, Mapping) else {}
         for name, sub in value.items():
@@ -144,16 +149,16 @@ def _walk(causes: Causes, node: _Node, value: Any, old: Any, *, path: str, paren
             if child is None or sub is None:
                 continue
             here = f"{path}.{name}" if node.properties else f"{path}[{name}]"
-            _walk(causes, child, sub, old_map.get(name), path=here.lstrip("."), parent_ratchet=ratchet)
+            _walk(causes, child, sub, old_map.get(name), path=here.lstrip("."), parent_ratchet=ratchet, rules=rules)
     elif isinstance(value, list) and node.items is not None:
         correlated = _correlate(node, old)
         for i, item in enumerate(value):
             if item is None:
                 continue
-            old_item = correlated(item)
-            _walk(causes, node.items, item, old_item, path=f"{path}[{i}]", parent_ratchet=ratchet)
-    if len(causes) > before and ratchet():
-        # Schema errors at an unchanged value are ratcheted too (rule errors already were).
+            _walk(causes, node.items, item, correlated(item), path=f"{path}[{i}]", parent_ratchet=ratchet,
+                  rules=rules)
+    if not rules and len(causes) > before and ratchet():
+        # Schema errors at an unchanged value are ratcheted (rule errors are, by evaluate_rules).
         del causes[before:]
 
 
