@@ -6,6 +6,10 @@ from its names, scope, versions and status subresource, and gets the ``NamesAcce
 ``Established`` conditions; a deleted CRD unregisters its type, which deletes every
 custom object of that type (with DELETED events) and ends its watches.
 
+The type carries the storage version's ``openAPIV3Schema``, compiled (``CustomSchema``):
+custom resources are validated against it, ``x-kubernetes-validations`` CEL rules
+included, and ``/openapi/v3`` serves it, so ``kubectl explain`` works.
+
 A CRD whose names collide with a served built-in, or whose name is not ``<plural>.<group>``,
 is stored but not served, with ``NamesAccepted=False`` explaining why.
 """
@@ -22,6 +26,7 @@ from dsctl_api.timefmt import format_rfc3339
 from dsctl_sim.errors import StorageError
 from dsctl_sim.registry import ResourceType
 from dsctl_sim.storage import Storage
+from dsctl_sim.validation.crschema import CustomSchema, RuleError
 from dsctl_sim.watch import WatchEvent
 
 __all__ = ["CRD_KEY", "install_crd_controller", "printer_columns", "resource_type_for"]
@@ -48,6 +53,11 @@ def resource_type_for(crd: Obj) -> ResourceType:
     stored = next((v for v in versions if v.get("storage")), versions[0])
     others = tuple(str(v["name"]) for v in versions if v is not stored)
     subresources = stored.get("subresources") or {}
+    openapi = (stored.get("schema") or {}).get("openAPIV3Schema")
+    try:
+        schema = CustomSchema(openapi) if isinstance(openapi, dict) else None
+    except RuleError as err:
+        raise ValueError(f"spec.versions[{stored['name']}].schema: {err}") from err
     return ResourceType(
         group=str(group),
         version=str(stored["name"]),
@@ -61,6 +71,7 @@ def resource_type_for(crd: Obj) -> ResourceType:
         categories=tuple(str(c) for c in names.get("categories") or ()),
         builtin=False,
         extra_versions=others,
+        schema=schema,
     )
 
 

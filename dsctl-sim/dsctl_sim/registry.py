@@ -14,6 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dsctl_sim.validation.crschema import CustomSchema
 
 __all__ = ["BUILTIN_TYPES", "Registry", "ResourceType"]
 
@@ -27,7 +31,9 @@ class ResourceType:
     ``has_status`` means a ``status`` subresource exists: the main resource then ignores
     status changes and the subresource ignores everything but status, and ``generation``
     follows ``spec`` only. ``field_selectors`` lists the selectable field paths beyond
-    ``metadata.name`` and ``metadata.namespace``.
+    ``metadata.name`` and ``metadata.namespace``. ``schema`` is a CRD's compiled
+    ``openAPIV3Schema`` (its storage version's), which writes are validated against and
+    ``/openapi/v3`` serves; None for built-ins.
     """
 
     group: str
@@ -45,6 +51,7 @@ class ResourceType:
     verbs: tuple[str, ...] = _ALL_VERBS
     builtin: bool = True
     extra_versions: tuple[str, ...] = field(default=())
+    schema: CustomSchema | None = None
 
     def __post_init__(self) -> None:
         if not self.list_kind:

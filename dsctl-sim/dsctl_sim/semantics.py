@@ -2,8 +2,10 @@
 
 Those live in ``dsctl_sim.validation``, ``dsctl_sim.patch`` and ``dsctl_sim.discovery``
 (written separately, pure functions over dicts). This module adapts their results to the
-server's error types, so handlers deal only in ``StorageError``: validation causes become
-422 ``Invalid``, ``PatchError`` codes become 400/415/422.
+server's error types, so handlers deal only in ``StorageError``: validation causes (a
+CRD's schema and CEL rules included, through ``ResourceType.schema``) become 422
+``Invalid``, integers out of their Go type's range 400 decode errors, ``PatchError`` codes
+become 400/415/422.
 """
 
 from __future__ import annotations
@@ -16,25 +18,42 @@ from dsctl_sim.errors import BadRequest, Invalid, StorageError, UnsupportedMedia
 from dsctl_sim.patch import PatchError, apply_patch
 from dsctl_sim.registry import ResourceType
 from dsctl_sim.storage import Storage
-from dsctl_sim.validation import apply_defaults, validate
+from dsctl_sim.validation import apply_defaults, decode_error, validate
 
 __all__ = ["admit", "admit_status", "patched", "render_table", "table_for"]
 
 Obj = dict[str, Any]
 
 
+def _check_decodes(rt: ResourceType, obj: Obj) -> None:
+    # kube-apiserver decodes into Go structs before validating: an integer its field cannot
+    # hold is a 400 decode error, not a 422.
+    message = decode_error(rt.key, obj)
+    if message is not None:
+        raise BadRequest(f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: {message}')
+
+
 def admit(rt: ResourceType, obj: Obj, old: Obj | None) -> None:
-    """Default ``obj`` in place, then validate it (against ``old`` on update); 422 on failure."""
+    """Default ``obj`` in place, then validate it (against ``old`` on update); 422 on failure.
+
+    An integer out of its Go type's range is refused first, with 400 as a decode error.
+    """
+    _check_decodes(rt, obj)
     apply_defaults(rt.key, obj)
     causes = validate(rt.key, obj, old)
+    if rt.schema is not None:
+        causes.extend(rt.schema.validate(obj, old))
     if causes:
         name = str((obj.get("metadata") or {}).get("name") or "")
         raise Invalid.object(kind=rt.kind, group=rt.group, name=name, causes=list(causes))
 
 
 def admit_status(rt: ResourceType, obj: Obj, old: Obj) -> None:
-    """Validate a write to the ``status`` subresource; 422 on failure."""
+    """Validate a write to the ``status`` subresource; 400 or 422 on failure, as ``admit``."""
+    _check_decodes(rt, obj)
     causes = validate(rt.key, obj, old, subresource="status")
+    if rt.schema is not None:
+        causes.extend(rt.schema.validate(obj, old))
     if causes:
         name = str((obj.get("metadata") or {}).get("name") or "")
         raise Invalid.object(kind=rt.kind, group=rt.group, name=name, causes=list(causes))

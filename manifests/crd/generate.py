@@ -49,13 +49,17 @@ from typing import Any
 import yaml
 
 __all__ = [
+    "BOUNDS",
     "GROUP",
     "K8S_VERSION",
+    "RULES",
+    "add_validations",
     "build_crd",
     "first_sentence",
     "load_definitions",
     "main",
     "render",
+    "schema_node",
     "structural_schema",
 ]
 
@@ -196,6 +200,256 @@ def _default_list_map_keys(out: Schema, source: Mapping[str, Any], *, where: str
         prop["default"] = _LIST_MAP_KEY_DEFAULTS[(item_def, key)]
 
 
+# --- validation: what apps/v1's Go validation refuses, as schema bounds and CEL rules -----------
+#
+# kube-apiserver validates a DaemonSet in Go; a custom resource only by its schema. The rules
+# below (``x-kubernetes-validations``) mirror ``ValidateDaemonSetSpec``: the update strategy,
+# the selector and its match with the template labels, containers, node affinity and label
+# values. Messages are apps/v1's own. Paths name schema nodes: ``.`` for properties, ``[]``
+# for list items, ``{}`` for map values.
+#
+# The apiserver estimates each rule's worst-case cost when the CRD is written and refuses
+# one above 10^7, or a schema whose rules add up above 10^8, each rule counted as often as
+# the enclosing lists and maps allow. Strings, lists and maps a rule reads are therefore
+# bounded (``BOUNDS``): label values and qualified names by their apps/v1 limits (63 and
+# 253 + 1 + 63 characters), operators by 16, label maps and selector lists by limits far
+# above any real DaemonSet. ``tests/manifests/test_crd_rules.py`` checks those bounds and a
+# conservative total (docs/decisions.md has the figures). The int-or-percent syntax of
+# maxSurge/maxUnavailable (negative, not a percentage, over 100%) is left to the
+# controller's own validation: an int-or-string cannot carry maxLength, and each regex over
+# an unbounded string is estimated at about 1.3 million.
+
+LABEL_VALUE_REGEX = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"
+LABEL_VALUE_MESSAGE = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+    f"and must start and end with an alphanumeric character (regex used for validation is '{LABEL_VALUE_REGEX}')"
+)
+QUALIFIED_NAME_REGEX = (
+    r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+)
+MAX_LABELS = 256
+MAX_SELECTOR_REQUIREMENTS = 64
+MAX_SELECTOR_VALUES = 256
+MAX_NODE_SELECTOR_TERMS = 64
+MAX_OPERATOR = 16  # the longest operator, DoesNotExist, has 12 characters
+
+_LABEL_VALUE_RULE = {"rule": f"self.matches('^{LABEL_VALUE_REGEX}$')", "message": LABEL_VALUE_MESSAGE}
+_LABEL_VALUE_BOUNDS = {"maxLength": 63}
+
+# Template labels that the selector must match, with absent labels read as none.
+_TPL = "has(self.template.metadata) && has(self.template.metadata.labels)"
+_SELECTOR_MATCHES = (
+    "!has(self.selector) || !has(self.template) || ("
+    "(!has(self.selector.matchLabels) || self.selector.matchLabels.all(k, "
+    f"{_TPL} && k in self.template.metadata.labels"
+    " && self.template.metadata.labels[k] == self.selector.matchLabels[k]))"
+    " && (!has(self.selector.matchExpressions) || self.selector.matchExpressions.all(e, "
+    f"e.operator == 'In' ? ({_TPL} && e.key in self.template.metadata.labels && has(e.values)"
+    " && self.template.metadata.labels[e.key] in e.values)"
+    f" : e.operator == 'NotIn' ? !({_TPL} && e.key in self.template.metadata.labels && has(e.values)"
+    " && self.template.metadata.labels[e.key] in e.values)"
+    f" : e.operator == 'Exists' ? ({_TPL} && e.key in self.template.metadata.labels)"
+    f" : !({_TPL} && e.key in self.template.metadata.labels))))"
+)
+
+
+def _nonzero(field: str) -> str:
+    # getIntOrPercentValue != 0: an int, or a string whose digits (before an optional '%') are not all 0.
+    return f"(type(self.{field}) == int ? self.{field} != 0 : self.{field}.matches('^0*[1-9][0-9]*%?$'))"
+
+
+def _node_selector_requirement_rules() -> list[dict[str, Any]]:
+    return [
+        {
+            "rule": "self.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist', 'Gt', 'Lt']",
+            "fieldPath": ".operator",
+            "message": "not a valid selector operator",
+        },
+        {
+            "rule": "!(self.operator in ['In', 'NotIn']) || (has(self.values) && size(self.values) > 0)",
+            "fieldPath": ".values",
+            "reason": "FieldValueRequired",
+            "message": "must be specified when `operator` is 'In' or 'NotIn'",
+        },
+        {
+            "rule": "!(self.operator in ['Exists', 'DoesNotExist']) || !has(self.values) || size(self.values) == 0",
+            "fieldPath": ".values",
+            "reason": "FieldValueForbidden",
+            "message": "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+        },
+        {
+            "rule": "!(self.operator in ['Gt', 'Lt']) || (has(self.values) && size(self.values) == 1)",
+            "fieldPath": ".values",
+            "reason": "FieldValueRequired",
+            "message": "must be specified single value when `operator` is 'Lt' or 'Gt'",
+        },
+        _qualified_key_rule(),
+    ]
+
+
+def _qualified_key_rule() -> dict[str, Any]:
+    return {
+        "rule": f"self.key.matches('^{QUALIFIED_NAME_REGEX}$')",
+        "fieldPath": ".key",
+        "message": "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+        "with an alphanumeric character (regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]'), "
+        "with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+    }
+
+
+def _node_field_requirement_rules() -> list[dict[str, Any]]:
+    return [
+        {"rule": "self.key == 'metadata.name'", "fieldPath": ".key", "message": "not a valid field selector key"},
+        {
+            "rule": "self.operator in ['In', 'NotIn']",
+            "fieldPath": ".operator",
+            "message": "not a valid selector operator",
+        },
+        {
+            "rule": "!(self.operator in ['In', 'NotIn']) || (has(self.values) && size(self.values) == 1)",
+            "fieldPath": ".values",
+            "reason": "FieldValueRequired",
+            "message": "must be only one value when `operator` is 'In' or 'NotIn' for node field selector",
+        },
+    ]
+
+
+_AFFINITY = "spec.template.spec.affinity.nodeAffinity"
+_REQUIRED_TERMS = f"{_AFFINITY}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+_PREFERRED = f"{_AFFINITY}.preferredDuringSchedulingIgnoredDuringExecution"
+
+RULES: dict[str, list[dict[str, Any]]] = {
+    "spec": [
+        {
+            "rule": _SELECTOR_MATCHES,
+            "fieldPath": ".template.metadata.labels",
+            "message": "`selector` does not match template `labels`",
+        },
+    ],
+    "spec.selector": [
+        {
+            "rule": "(has(self.matchLabels) && size(self.matchLabels) > 0)"
+            " || (has(self.matchExpressions) && size(self.matchExpressions) > 0)",
+            "message": "empty selector is invalid for daemonset",
+        },
+    ],
+    "spec.selector.matchLabels{}": [_LABEL_VALUE_RULE],
+    "spec.selector.matchExpressions[]": [
+        {
+            "rule": "self.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist']",
+            "fieldPath": ".operator",
+            "message": "not a valid selector operator",
+        },
+        {
+            "rule": "!(self.operator in ['In', 'NotIn']) || (has(self.values) && size(self.values) > 0)",
+            "fieldPath": ".values",
+            "reason": "FieldValueRequired",
+            "message": "must be specified when `operator` is 'In' or 'NotIn'",
+        },
+        {
+            "rule": "!(self.operator in ['Exists', 'DoesNotExist']) || !has(self.values) || size(self.values) == 0",
+            "fieldPath": ".values",
+            "reason": "FieldValueForbidden",
+            "message": "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+        },
+        _qualified_key_rule(),
+    ],
+    "spec.selector.matchExpressions[].values[]": [_LABEL_VALUE_RULE],
+    "spec.updateStrategy.rollingUpdate": [
+        {
+            # An absent maxUnavailable is 1, as apps/v1 defaults it.
+            "rule": f"!(!has(self.maxUnavailable) || {_nonzero('maxUnavailable')})"
+            f" || !(has(self.maxSurge) && {_nonzero('maxSurge')})",
+            "fieldPath": ".maxSurge",
+            "message": "may not be set when maxUnavailable is non-zero",
+        },
+        {
+            "rule": f"(!has(self.maxUnavailable) || {_nonzero('maxUnavailable')})"
+            f" || (has(self.maxSurge) && {_nonzero('maxSurge')})",
+            "fieldPath": ".maxUnavailable",
+            "reason": "FieldValueRequired",
+            "message": "cannot be 0 when maxSurge is 0",
+        },
+    ],
+    "spec.template.metadata.labels{}": [_LABEL_VALUE_RULE],
+    "spec.template.spec": [
+        {
+            "rule": "!has(self.containers) || size(self.containers) > 0",
+            "fieldPath": ".containers",
+            "reason": "FieldValueRequired",
+            "message": "a pod needs at least one container",
+        },
+    ],
+    "spec.template.spec.nodeSelector{}": [_LABEL_VALUE_RULE],
+    f"{_AFFINITY}.requiredDuringSchedulingIgnoredDuringExecution": [
+        {
+            "rule": "!has(self.nodeSelectorTerms) || size(self.nodeSelectorTerms) > 0",
+            "fieldPath": ".nodeSelectorTerms",
+            "reason": "FieldValueRequired",
+            "message": "must have at least one node selector term",
+        },
+    ],
+    f"{_REQUIRED_TERMS}[].matchExpressions[]": _node_selector_requirement_rules(),
+    f"{_REQUIRED_TERMS}[].matchFields[]": _node_field_requirement_rules(),
+    f"{_PREFERRED}[].preference.matchExpressions[]": _node_selector_requirement_rules(),
+    f"{_PREFERRED}[].preference.matchFields[]": _node_field_requirement_rules(),
+}
+
+# Schema bounds: the ones apps/v1 implies (label values, qualified names), and the ones that
+# keep the rules' estimated cost within the apiserver's limits.
+BOUNDS: dict[str, dict[str, Any]] = {
+    "spec.selector.matchLabels": {"maxProperties": MAX_LABELS},
+    "spec.selector.matchLabels{}": _LABEL_VALUE_BOUNDS,
+    "spec.selector.matchExpressions": {"maxItems": MAX_SELECTOR_REQUIREMENTS},
+    "spec.selector.matchExpressions[].key": {"maxLength": 317},
+    "spec.selector.matchExpressions[].operator": {"maxLength": MAX_OPERATOR},
+    "spec.selector.matchExpressions[].values": {"maxItems": MAX_SELECTOR_VALUES},
+    "spec.selector.matchExpressions[].values[]": _LABEL_VALUE_BOUNDS,
+    "spec.template.metadata.labels": {"maxProperties": MAX_LABELS},
+    "spec.template.metadata.labels{}": _LABEL_VALUE_BOUNDS,
+    "spec.template.spec.nodeSelector": {"maxProperties": MAX_LABELS},
+    "spec.template.spec.nodeSelector{}": _LABEL_VALUE_BOUNDS,
+    "spec.updateStrategy.type": {"enum": ["OnDelete", "RollingUpdate"]},
+    _REQUIRED_TERMS: {"maxItems": MAX_NODE_SELECTOR_TERMS},
+    f"{_REQUIRED_TERMS}[].matchExpressions": {"maxItems": MAX_SELECTOR_REQUIREMENTS},
+    f"{_REQUIRED_TERMS}[].matchExpressions[].key": {"maxLength": 317},
+    f"{_REQUIRED_TERMS}[].matchExpressions[].operator": {"maxLength": MAX_OPERATOR},
+    f"{_REQUIRED_TERMS}[].matchFields[].key": {"maxLength": 317},
+    f"{_REQUIRED_TERMS}[].matchFields[].operator": {"maxLength": MAX_OPERATOR},
+    f"{_REQUIRED_TERMS}[].matchFields": {"maxItems": MAX_SELECTOR_REQUIREMENTS},
+    _PREFERRED: {"maxItems": MAX_NODE_SELECTOR_TERMS},
+    f"{_PREFERRED}[].preference.matchExpressions": {"maxItems": MAX_SELECTOR_REQUIREMENTS},
+    f"{_PREFERRED}[].preference.matchExpressions[].key": {"maxLength": 317},
+    f"{_PREFERRED}[].preference.matchExpressions[].operator": {"maxLength": MAX_OPERATOR},
+    f"{_PREFERRED}[].preference.matchFields[].key": {"maxLength": 317},
+    f"{_PREFERRED}[].preference.matchFields[].operator": {"maxLength": MAX_OPERATOR},
+    f"{_PREFERRED}[].preference.matchFields": {"maxItems": MAX_SELECTOR_REQUIREMENTS},
+}
+
+
+def schema_node(root: Schema, path: str) -> Schema:
+    """The node of ``root`` (the CRD's ``openAPIV3Schema``) that ``path`` names (``spec.a[].b{}``)."""
+    node = root
+    for part in re.findall(r"[^.\[\]{}]+|\[\]|\{\}", path):
+        if part == "[]":
+            node = node["items"]
+        elif part == "{}":
+            node = node["additionalProperties"]
+        else:
+            node = node["properties"][part]
+    return node
+
+
+def add_validations(root: Schema) -> Schema:
+    """``root`` with ``BOUNDS`` and ``RULES`` applied (``KeyError`` names a path that moved)."""
+    out = copy.deepcopy(root)
+    for path, bounds in BOUNDS.items():
+        schema_node(out, path).update(copy.deepcopy(bounds))
+    for path, rules in RULES.items():
+        schema_node(out, path)["x-kubernetes-validations"] = copy.deepcopy(rules)
+    return out
+
+
 # The columns `kubectl get daemonsets.apps` prints, then the `-o wide` ones (priority 1).
 _PRINTER_COLUMNS: tuple[tuple[str, str, str, str, int], ...] = (
     ("Desired", "integer", ".status.desiredNumberScheduled", "Nodes that should run the pod.", 0),
@@ -266,7 +520,7 @@ def build_crd(defs: Mapping[str, Schema], *, version: str = K8S_VERSION) -> dict
                     "storage": True,
                     "subresources": {"status": {}},
                     "additionalPrinterColumns": _printer_columns(),
-                    "schema": {"openAPIV3Schema": schema},
+                    "schema": {"openAPIV3Schema": add_validations(schema)},
                 }
             ],
         },

@@ -23,6 +23,7 @@ _ALLOWED_KEYS = {
     "description", "type", "format", "enum", "required", "items", "properties",
     "additionalProperties", "default", "anyOf", "nullable", "pattern",
     "maximum", "minimum", "maxLength", "minLength", "maxItems", "minItems",
+    "maxProperties", "minProperties",
     "x-kubernetes-int-or-string", "x-kubernetes-preserve-unknown-fields",
     "x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-map-type",
     "x-kubernetes-embedded-resource", "x-kubernetes-validations",

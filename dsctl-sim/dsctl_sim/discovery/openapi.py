@@ -18,6 +18,8 @@ What kubectl needs, and why the documents look the way they do:
   apiserver's CRD documents make it do.
 - Schemas are permissive (``x-kubernetes-preserve-unknown-fields``) but named and tagged
   with ``x-kubernetes-group-version-kind`` like kube-apiserver's, for tools that look kinds up.
+  A custom resource whose CRD has a schema is published with that schema (its ``metadata``
+  pointing to ObjectMeta), as kube-apiserver does, so ``kubectl explain`` can walk its fields.
 """
 
 from __future__ import annotations
@@ -183,6 +185,9 @@ def _paths_for(rt: Any, version: str) -> dict[str, Any]:
 
 def _kind_schema(rt: Any, version: str, kind: str, *, is_list: bool) -> dict[str, Any]:
     gvk = [{"group": rt.group, "version": version, "kind": kind}]
+    schema = getattr(rt, "schema", None)
+    if schema is not None and not is_list:
+        return _custom_kind_schema(schema.openapi, gvk)
     properties: dict[str, Any] = {
         "apiVersion": {"type": "string", "description": "The versioned schema of this object."},
         "kind": {"type": "string", "description": "The REST resource this object represents."},
@@ -199,6 +204,14 @@ def _kind_schema(rt: Any, version: str, kind: str, *, is_list: bool) -> dict[str
         "x-kubernetes-preserve-unknown-fields": True,
         "x-kubernetes-group-version-kind": gvk,
     }
+
+
+def _custom_kind_schema(openapi: dict[str, Any], gvk: list[dict[str, str]]) -> dict[str, Any]:
+    # A CRD's schema as kube-apiserver publishes it: metadata points to ObjectMeta, and the
+    # kind is tagged, which is how `kubectl explain` finds it.
+    properties = dict(openapi.get("properties") or {})
+    properties["metadata"] = {**_ref(f"{_META}.ObjectMeta"), "description": "Standard object's metadata."}
+    return {**openapi, "properties": properties, "x-kubernetes-group-version-kind": gvk}
 
 
 def _meta_schemas() -> dict[str, Any]:

@@ -27,17 +27,29 @@ after the patch is applied):
     ``strict_decoding_message(paths)`` builds, and drops them under ``Warn`` (with a warning)
     and ``Ignore``, which pruning reproduces. ``dsctl_sim.fieldvalidation`` applies the modes.
 
+``decode_error(key: str, obj: dict) -> str | None``
+    encoding/json's message for an integer field whose Go type cannot hold the value
+    (``json: cannot unmarshal number 1000000000000000 into Go struct field
+    DaemonSetSpec.spec.revisionHistoryLimit of type int32``): kube-apiserver refuses such a
+    body while decoding, with 400, before any validation.
+
+Custom resources are validated against their CRD's schema and ``x-kubernetes-validations``
+by ``crschema.CustomSchema`` (the CEL rules in ``cel``), which the CRD controller attaches
+to the served type.
+
 Also exported: ``Causes`` (the cause-list builder) and ``pull_policy_for(image)``.
 """
 
 from dsctl_sim.validation.causes import Causes
 from dsctl_sim.validation.defaults import apply_defaults, pull_policy_for
 from dsctl_sim.validation.dispatch import validate
+from dsctl_sim.validation.ranges import decode_error
 from dsctl_sim.validation.strict import prune_unknown_fields, strict_decoding_message, unknown_fields
 
 __all__ = [
     "Causes",
     "apply_defaults",
+    "decode_error",
     "prune_unknown_fields",
     "pull_policy_for",
     "strict_decoding_message",

@@ -84,7 +84,7 @@ class Causes(list[dict[str, str]]):
 
     def too_long(self, field: str, limit: int) -> None:
         """``Too long``: a size limit is exceeded."""
-        self.add(field, "FieldValueTooLong", f"Too long: may not be more than {limit} bytes")
+        self.add(field, "FieldValueTooLong", f"Too long: must have at most {limit} bytes")
 
     def immutable(self, field: str, value: Any) -> None:
         """An update changed a field that is fixed at creation."""

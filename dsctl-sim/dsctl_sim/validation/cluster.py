@@ -19,6 +19,7 @@ from dsctl_sim.validation.causes import (
     check_qualified_name,
     is_int,
 )
+from dsctl_sim.validation.crschema import CustomSchema, RuleError
 
 __all__ = [
     "validate_core_event",
@@ -220,5 +221,12 @@ def _check_crd_versions(causes: Causes, versions: Any) -> None:
                 causes.duplicate(f"{here}.name", name)
             seen.add(name)
         storage += version.get("storage") is True
+        schema = (version.get("schema") or {}).get("openAPIV3Schema") if isinstance(version.get("schema"), Mapping) \
+            else None
+        if isinstance(schema, Mapping):
+            try:
+                CustomSchema(schema)
+            except RuleError as err:
+                causes.invalid(f"{here}.schema.openAPIV3Schema", "object", f"compilation failed: {err}")
     if storage != 1:
         causes.invalid("spec.versions", storage, "must have exactly one version marked as storage version")

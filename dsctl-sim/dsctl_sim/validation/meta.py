@@ -20,7 +20,7 @@ from dsctl_sim.validation.causes import (
     check_qualified_name,
 )
 
-__all__ = ["NameCheck", "validate_meta", "validate_meta_update"]
+__all__ = ["NameCheck", "check_annotations", "validate_meta", "validate_meta_update"]
 
 NameCheck = Callable[[str], list[str]]
 
@@ -60,7 +60,7 @@ def validate_meta(
     elif namespace:
         causes.names("metadata.namespace", namespace, check_dns_label(str(namespace)))
     check_labels(causes, "metadata.labels", meta.get("labels"))
-    _check_annotations(causes, meta.get("annotations"))
+    check_annotations(causes, "metadata.annotations", meta.get("annotations"))
     _check_owner_references(causes, meta.get("ownerReferences"))
     _check_finalizers(causes, meta.get("finalizers"))
 
@@ -80,21 +80,23 @@ def validate_meta_update(causes: Causes, obj: Mapping[str, Any], old: Mapping[st
             causes.forbidden("metadata.finalizers", "no new finalizers can be added if the object is being deleted")
 
 
-def _check_annotations(causes: Causes, annotations: Any) -> None:
+def check_annotations(causes: Causes, field: str, annotations: Any) -> None:
+    """ValidateAnnotations: qualified keys (case-insensitive) and 256 KiB of keys and values together."""
     if annotations is None:
         return
     if not isinstance(annotations, Mapping):
-        causes.invalid("metadata.annotations", annotations, "must be a map of string keys to string values")
+        causes.invalid(field, annotations, "must be a map of string keys to string values")
         return
     total = 0
     for key, value in annotations.items():
-        causes.names("metadata.annotations", key, check_qualified_name(str(key).lower()))
+        causes.names(field, key, check_qualified_name(str(key).lower()))
         if not isinstance(value, str):
-            causes.invalid("metadata.annotations", value, "annotation values must be strings")
+            causes.invalid(field, value, "annotation values must be strings")
             continue
-        total += len(key) + len(value.encode())
+        # Go's len() counts bytes, of the key as of the value.
+        total += len(str(key).encode()) + len(value.encode())
     if total > _ANNOTATIONS_LIMIT:
-        causes.too_long("metadata.annotations", _ANNOTATIONS_LIMIT)
+        causes.too_long(field, _ANNOTATIONS_LIMIT)
 
 
 def _check_owner_references(causes: Causes, refs: Any) -> None:

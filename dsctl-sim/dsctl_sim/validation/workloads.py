@@ -16,7 +16,15 @@ import orjson
 
 from dsctl_api.labels import SelectorError, selector_from_label_selector
 from dsctl_sim.rawdata import data_unchanged
-from dsctl_sim.validation.causes import Causes, check_label_value, check_labels, check_qualified_name, is_int
+from dsctl_sim.validation.causes import (
+    Causes,
+    check_label_value,
+    check_labels,
+    check_qualified_name,
+    format_value,
+    is_int,
+)
+from dsctl_sim.validation.meta import check_annotations
 from dsctl_sim.validation.podspec import validate_pod_spec
 
 __all__ = [
@@ -107,8 +115,7 @@ def _check_template(causes: Causes, template: Mapping[str, Any], path: str) -> N
     meta = template.get("metadata") or {}
     if isinstance(meta, Mapping):
         check_labels(causes, f"{path}.metadata.labels", meta.get("labels"))
-        for key in meta.get("annotations") or {}:
-            causes.names(f"{path}.metadata.annotations", key, check_qualified_name(str(key).lower()))
+        check_annotations(causes, f"{path}.metadata.annotations", meta.get("annotations"))
     spec = template.get("spec")
     validate_pod_spec(causes, spec, f"{path}.spec")
     if not isinstance(spec, Mapping):
@@ -157,6 +164,9 @@ def _check_label_selector(causes: Causes, selector: Any, path: str) -> bool:
 
 
 def _check_update_strategy(causes: Causes, strategy: Any, path: str) -> None:
+    # ValidateDaemonSetUpdateStrategy: OnDelete takes no further checks (a rollingUpdate beside
+    # it is kept and ignored); RollingUpdate needs exactly one of maxUnavailable and maxSurge
+    # non-zero, each a non-negative int or a percentage of at most 100%.
     if strategy is None:
         return
     if not isinstance(strategy, Mapping):
@@ -166,42 +176,68 @@ def _check_update_strategy(causes: Causes, strategy: Any, path: str) -> None:
     if kind not in _UPDATE_STRATEGIES:
         causes.not_supported(f"{path}.type", kind, _UPDATE_STRATEGIES)
         return
-    rolling = strategy.get("rollingUpdate")
     if kind == "OnDelete":
-        if rolling is not None:
-            causes.forbidden(f"{path}.rollingUpdate", "may not be specified when strategy `type` is 'OnDelete'")
         return
+    rolling = strategy.get("rollingUpdate")
     if not isinstance(rolling, Mapping):
         causes.required(f"{path}.rollingUpdate")
         return
     unavailable, surge = rolling.get("maxUnavailable"), rolling.get("maxSurge")
     _check_int_or_percent(causes, unavailable, f"{path}.rollingUpdate.maxUnavailable")
-    if _scaled_zero(unavailable) and _scaled_zero(surge):
-        causes.invalid(f"{path}.rollingUpdate.maxUnavailable", unavailable, "may not be 0 when `maxSurge` is 0")
     _check_int_or_percent(causes, surge, f"{path}.rollingUpdate.maxSurge")
+    has_unavailable = _int_or_percent_value(unavailable) != 0
+    has_surge = _int_or_percent_value(surge) != 0
+    if has_unavailable and has_surge:
+        causes.add(f"{path}.rollingUpdate.maxSurge", "FieldValueInvalid",
+                   f"Invalid value: {_intstr_text(surge)}: may not be set when maxUnavailable is non-zero")
+    elif not has_unavailable and not has_surge:
+        causes.required(f"{path}.rollingUpdate.maxUnavailable", "cannot be 0 when maxSurge is 0")
 
 
-def _scaled_zero(value: Any) -> bool:
-    """Whether an int-or-percent reads as zero (absent counts as zero)."""
+def _int_or_percent_value(value: Any) -> int:
+    """getIntOrPercentValue: a percentage's number, else the int (a non-numeric string reads 0)."""
     if value is None:
-        return True
+        return 0
     if is_int(value):
-        return bool(value == 0)
-    return isinstance(value, str) and _PERCENT.match(value) is not None and int(value[:-1]) == 0
+        return int(value)
+    if isinstance(value, str):
+        if _PERCENT.match(value):
+            return int(value[:-1])
+        try:
+            return int(value, 10)
+        except ValueError:
+            return 0
+    return 0
+
+
+def _intstr_text(value: Any) -> str:
+    # IntOrString is a fmt.Stringer, so field errors print it bare: `Invalid value: 10%: ...`.
+    return str(value)
+
+
+_PERCENT_MESSAGE = (
+    "a valid percent string must be a numeric string followed by an ending '%' "
+    "(e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"
+)
 
 
 def _check_int_or_percent(causes: Causes, value: Any, path: str) -> None:
+    """ValidatePositiveIntOrPercent and IsNotMoreThan100Percent."""
     if value is None:
         return
     if is_int(value):
         if value < 0:
             causes.invalid(path, value, "must be greater than or equal to 0")
         return
-    if not isinstance(value, str) or not _PERCENT.match(value):
-        causes.invalid(path, value, "must be an integer or percentage (e.g '5%')")
+    if not isinstance(value, str):
+        causes.add(path, "FieldValueInvalid",
+                   f"Invalid value: {format_value(value)}: must be an integer or percentage (e.g '5%')")
+        return
+    if not _PERCENT.match(value):
+        causes.add(path, "FieldValueInvalid", f"Invalid value: {value}: {_PERCENT_MESSAGE}")
         return
     if int(value[:-1]) > 100:
-        causes.invalid(path, value, "must not be greater than 100%")
+        causes.add(path, "FieldValueInvalid", f"Invalid value: {value}: must not be greater than 100%")
 
 
 def validate_daemonset_status(causes: Causes, ds: Mapping[str, Any]) -> None:
