@@ -475,11 +475,40 @@ def _printer_columns() -> list[dict[str, Any]]:
     return columns
 
 
+_LABEL_SELECTOR = "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"
+
+
+def rollout_controls(defs: Mapping[str, Schema]) -> Schema:
+    """dsctl's fields beyond apps/v1 under ``rollingUpdate``; see ``dsctl.daemonset.controls``.
+
+    Without them a real apiserver prunes the fields from every write (structural schema).
+    """
+    selector = structural_schema(defs[_LABEL_SELECTOR], defs, where="rollingUpdate.selector")
+    selector["description"] = (
+        "dsctl: only pods on nodes whose labels match are updated (a canary); unset updates every node.")
+    return {
+        "partition": {
+            "description": "dsctl: keep this many pods on their old revision. Nodes are updated in name order, "
+            "so the pods kept are on the last nodes by name. Default 0.",
+            "type": "integer", "format": "int32", "minimum": 0,
+        },
+        "paused": {
+            "description": "dsctl: when true, no pod is deleted or updated for the new revision; new nodes "
+            "still get pods of the current revision.",
+            "type": "boolean",
+        },
+        "selector": selector,
+    }
+
+
 def build_crd(defs: Mapping[str, Schema], *, version: str = K8S_VERSION) -> dict[str, Any]:
     """The whole CustomResourceDefinition object for ``daemonsets.dsctl.io``."""
     daemonset = defs[_ROOT]
     props = daemonset["properties"]
     api_version, kind = (first_sentence(props[name]["description"]) for name in ("apiVersion", "kind"))
+    spec = structural_schema(props["spec"], defs, where="spec")
+    rolling = spec["properties"]["updateStrategy"]["properties"]["rollingUpdate"]
+    rolling["properties"].update(rollout_controls(defs))
     schema: Schema = {
         "description": (
             "DaemonSet managed by dsctl: the apps/v1 DaemonSet shape, served under "
@@ -490,7 +519,7 @@ def build_crd(defs: Mapping[str, Schema], *, version: str = K8S_VERSION) -> dict
             "apiVersion": {"description": api_version, "type": "string"},
             "kind": {"description": kind, "type": "string"},
             "metadata": {"type": "object"},
-            "spec": structural_schema(props["spec"], defs, where="spec"),
+            "spec": spec,
             "status": structural_schema(props["status"], defs, where="status"),
         },
     }
