@@ -54,7 +54,7 @@ async def test_rollout_survives_an_apiserver_restart(
     async with RolloutObserver(kube, "agent") as obs:
         await obs.wait_rolled_out(30)
     pid = controller.proc.pid if controller.proc else 0
-    before = (await sim.requests(limit=1))["next"]
+    before = (await sim.stats())["requests"]
     seen: dict[str, set[int]] = {"/healthz": set(), "/readyz": set()}
     stop = asyncio.Event()
     async with RolloutObserver(kube, "agent") as obs:
