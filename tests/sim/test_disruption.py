@@ -45,8 +45,8 @@ def pdb(spec: dict[str, Any], status: dict[str, Any] | None = None) -> dict[str,
     ],
 )
 def test_budget_status_arithmetic(  # noqa: PLR0917
-    spec: dict[str, Any], pods: list[dict[str, Any]], expected: int, desired: int,
-                                  healthy: int, allowed: int) -> None:
+    spec: dict[str, Any], pods: list[dict[str, Any]], expected: int, desired: int, healthy: int, allowed: int
+) -> None:
     """expectedPods, desiredHealthy, currentHealthy and disruptionsAllowed as the disruption controller counts them."""
     status = budget_status(pdb(spec), pods, now=NOW).status
     assert (status["expectedPods"], status["desiredHealthy"], status["currentHealthy"],
