@@ -8,6 +8,7 @@
   an ``apps`` DaemonSet, so it evicts dsctl's pods. dsctl re-creates the pod on the cordoned
   node (daemon pods tolerate ``node.kubernetes.io/unschedulable``, as upstream's do), the
   drain completes, and the node ends with one daemon pod after a single eviction: no churn.
+  A ``--pod-selector`` that leaves the daemon pods out drains without touching them.
 """
 
 from __future__ import annotations
@@ -143,6 +144,10 @@ async def test_crd_mode_drain_evicts_once_and_the_pod_comes_back_on_the_cordoned
 
         before = await eventually(one_ready_pod_per_node, message="one ready pod per node")
         cursor = (await sim.stats())["requests"]
+        # The documented way to keep the daemon pod through a drain: leave it out by label.
+        kept = await sim.kubectl("drain", "node-0", "--ignore-daemonsets", "--pod-selector=app!=agent",
+                                 "--timeout=30s")
+        assert "node/node-0 drained" in kept.stdout and await evictions(sim, cursor) == [], kept
         out = await sim.kubectl("drain", DRAINED, "--ignore-daemonsets", "--timeout=30s")
         assert f"node/{DRAINED} drained" in out.stdout, out
         evicted = before[DRAINED]["metadata"]["name"]
@@ -150,7 +155,7 @@ async def test_crd_mode_drain_evicts_once_and_the_pod_comes_back_on_the_cordoned
         after = await eventually(one_ready_pod_per_node, message="the daemon pod back on the cordoned node")
         assert after[DRAINED]["metadata"]["uid"] != before[DRAINED]["metadata"]["uid"]
         for node in ("node-0", "node-2"):
-            assert after[node]["metadata"]["uid"] == before[node]["metadata"]["uid"]
+            assert after[node]["metadata"]["uid"] == before[node]["metadata"]["uid"], f"{node} pod replaced"
         log = (await sim.requests(since=cursor))["items"]
         creates = [r for r in log if r["verb"] == "create" and r["resource"] == "pods" and not r["subresource"]
                    and r["user_agent"].startswith("dsctl/")]
