@@ -33,7 +33,7 @@ from dsctl.sim.disruption import PDB_KEY, disallowed_condition, is_pod_ready, ma
 from dsctl.sim.errors import BadRequest, Conflict, Forbidden, NotFound, StorageError
 from dsctl.sim.storage import Storage
 
-__all__ = ["DISRUPTION_BUDGET_CAUSE", "MAX_DISRUPTED_PODS", "evict"]
+__all__ = ["DISRUPTION_BUDGET_CAUSE", "MAX_DISRUPTED_PODS", "BudgetRefusal", "evict"]
 
 log = structlog.get_logger(__name__)
 
@@ -44,18 +44,23 @@ _VIOLATES = "Cannot evict pod as it would violate the pod's disruption budget."
 Obj = dict[str, Any]
 
 
-def _too_many(name: str, message: str, *, retry_after: int) -> StorageError:
-    err = StorageError(_VIOLATES, code=429, reason="TooManyRequests", details={
-        "causes": [{"reason": DISRUPTION_BUDGET_CAUSE, "message": message}],
-        **({"retryAfterSeconds": retry_after} if retry_after else {}),
-    })
-    if retry_after:
-        err.retry_after = retry_after  # type: ignore[attr-defined]
-    return err
+class BudgetRefusal(StorageError):
+    """429 with a ``DisruptionBudget`` cause. ``retry_after`` (seconds, None for none) becomes the
+    ``Retry-After`` header: upstream suggests 10 s only while the budget is being processed."""
+
+    code = 429
+    reason = "TooManyRequests"
+
+    def __init__(self, cause: str, *, retry_after: int | None = None) -> None:
+        details: dict[str, Any] = {"causes": [{"reason": DISRUPTION_BUDGET_CAUSE, "message": cause}]}
+        if retry_after:
+            details["retryAfterSeconds"] = retry_after
+        super().__init__(_VIOLATES, details=details)
+        self.retry_after = retry_after
 
 
-def _still_processing(name: str) -> StorageError:
-    return _too_many(name, f"The disruption budget {name} is still being processed by the server.", retry_after=10)
+def _still_processing(name: str) -> BudgetRefusal:
+    return BudgetRefusal(f"The disruption budget {name} is still being processed by the server.", retry_after=10)
 
 
 def _forbidden(name: str, why: str) -> Forbidden:
@@ -85,8 +90,8 @@ def _spend(storage: Storage, pdb: Obj, pod_name: str, *, dry_run: bool) -> None:
     if len(status.get("disruptedPods") or {}) > MAX_DISRUPTED_PODS:
         raise _forbidden(name, "DisruptedPods map too big - too many evictions not confirmed by PDB controller")
     if allowed == 0:
-        raise _too_many(name, f"The disruption budget {name} needs {int(status.get('desiredHealthy') or 0)} healthy "
-                              f"pods and has {int(status.get('currentHealthy') or 0)} currently", retry_after=0)
+        raise BudgetRefusal(f"The disruption budget {name} needs {int(status.get('desiredHealthy') or 0)} healthy "
+                            f"pods and has {int(status.get('currentHealthy') or 0)} currently")
     status["disruptionsAllowed"] = allowed - 1
     if allowed - 1 == 0:
         status["conditions"] = disallowed_condition(0, now=storage.now(), previous=status.get("conditions") or [])
