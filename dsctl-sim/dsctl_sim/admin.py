@@ -12,7 +12,12 @@ Requests to ``/sim/`` are not themselves recorded in the request log.
 | ``POST /sim/drop-watches`` | close every open watch stream (clients re-watch) |
 | ``GET /sim/requests?since=N&limit=M`` | request log records after cursor N |
 | ``DELETE /sim/requests`` | clear the request log |
-| ``GET /sim/stats`` | resourceVersion, object counts, open watches, injected faults |
+| ``GET /sim/stats`` | resourceVersion, object counts, open watches, injected faults, restarts |
+| ``POST /sim/restart?seconds=N`` | restart the apiserver: answer 202, then refuse connections for N s |
+| ``GET /sim/restarts`` | every restart so far: ``{"down", "up", "seconds"}`` (``up`` 0 while down) |
+
+While a restart is under way the admin API is down with the rest of the server; the request
+log, faults and stats are kept, so a test reads them once the server is back.
 """
 
 from __future__ import annotations
@@ -20,11 +25,13 @@ from __future__ import annotations
 import orjson
 from aiohttp import web
 
-from dsctl_sim.errors import BadRequest, MethodNotAllowed, NotFound
+from dsctl_sim.errors import BadRequest, Conflict, MethodNotAllowed, NotFound
 from dsctl_sim.faults import FaultConfig
 from dsctl_sim.state import ApiState
 
-__all__ = ["handle_admin"]
+__all__ = ["MAX_RESTART_SECONDS", "handle_admin"]
+
+MAX_RESTART_SECONDS = 600.0
 
 
 def _json(data: object, *, status: int = 200) -> web.Response:
@@ -46,6 +53,21 @@ def _int(request: web.BaseRequest, name: str, default: int) -> int:
         return int(text)
     except ValueError as err:
         raise BadRequest(f"{name} must be an integer") from err
+
+
+def _restart(request: web.BaseRequest, state: ApiState) -> web.Response:
+    text = request.query.get("seconds", "")
+    try:
+        seconds = float(text)
+    except ValueError as err:
+        raise BadRequest(f"seconds must be a number, got {text!r}") from err
+    if not 0 <= seconds <= MAX_RESTART_SECONDS:
+        raise BadRequest(f"seconds must be between 0 and {MAX_RESTART_SECONDS:g}, got {text}")
+    if state.restart is None:
+        raise NotFound("this API state is not served by a restartable server")
+    if not state.restart(seconds=seconds):
+        raise Conflict("a restart is already under way")
+    return _json({"downSeconds": seconds, "restarts": len(state.outages) + 1}, status=202)
 
 
 async def handle_admin(request: web.BaseRequest, state: ApiState, parts: list[str]) -> web.Response:
@@ -92,5 +114,10 @@ async def handle_admin(request: web.BaseRequest, state: ApiState, parts: list[st
             "watches": len(storage.watchers()),
             "injectedFaults": state.faults.injected,
             "requests": state.requests.last_seq,
+            "restarts": len(state.outages),
         })
+    if what == "restart" and method == "POST":
+        return _restart(request, state)
+    if what == "restarts" and method == "GET":
+        return _json({"items": list(state.outages)})
     raise NotFound(f"no admin endpoint {method} /sim/{what}")

@@ -31,6 +31,7 @@ from dsctl_sim.errors import (
     NotFound,
     UnsupportedMediaType,
 )
+from dsctl_sim.eviction import evict
 from dsctl_sim.fieldvalidation import PatchSource, check_declared_fields, field_validation
 from dsctl_sim.listing import list_body, list_chunks
 from dsctl_sim.protobuf import ProtobufError, decode_delete_options, decode_object
@@ -248,6 +249,12 @@ async def _create(request: web.BaseRequest, state: ApiState, info: RequestInfo) 
             raise BadRequest("binding target.name is required")
         uid = (obj.get("metadata") or {}).get("uid")
         storage.bind(info.namespace or "", info.name, str(target), uid=uid)
+        return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                              "code": 201}, status=201)
+    if info.subresource == "eviction":
+        # The body is a policy/v1 (or v1beta1) Eviction, which the field table does not hold.
+        assert info.name is not None
+        evict(storage, namespace=info.namespace or "", name=info.name, eviction=obj, dry_run=_dry_run(request))
         return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                               "code": 201}, status=201)
     if info.name is not None:

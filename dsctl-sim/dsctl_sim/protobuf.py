@@ -2,11 +2,13 @@
 
 The simulator speaks JSON, but kubectl's typed clients send some request bodies as
 ``application/vnd.kubernetes.protobuf``: ``kubectl drain`` deletes pods with a protobuf
-``DeleteOptions`` and ``kubectl create namespace`` posts a protobuf ``Namespace``. Such a
-body is the magic ``k8s\\x00`` followed by a ``runtime.Unknown`` message whose ``raw``
-field holds the encoded object. This module decodes that envelope, ``DeleteOptions``, and
-objects whose content is ``ObjectMeta`` plus a spec of string lists (``Namespace``) into
-the JSON shape the handlers already understand; other protobuf bodies are refused (415).
+``DeleteOptions``, ``kubectl create namespace`` posts a protobuf ``Namespace`` and ``kubectl
+create poddisruptionbudget`` a protobuf ``PodDisruptionBudget``. Such a body is the magic
+``k8s\\x00`` followed by a ``runtime.Unknown`` message whose ``raw`` field holds the encoded
+object. This module decodes that envelope, ``DeleteOptions``, ``Namespace`` (``ObjectMeta``
+plus a spec of string lists) and ``PodDisruptionBudget`` (its spec of int-or-strings, a label
+selector and a policy string) into the JSON shape the handlers already understand; other
+protobuf bodies are refused (415).
 """
 
 from __future__ import annotations
@@ -124,11 +126,59 @@ def _object_meta(data: bytes) -> dict[str, Any]:
     return meta
 
 
-_OBJECT_KINDS = frozenset({"Namespace"})
+_OBJECT_KINDS = frozenset({"Namespace", "PodDisruptionBudget"})
+
+
+def _int_or_string(data: bytes) -> int | str:
+    # IntOrString: 1 type (0 int, 1 string), 2 intVal, 3 strVal.
+    fields = dict(_fields(data))
+    if fields.get(1, 0) == 1:
+        return _text(fields.get(3, b""))
+    value = fields.get(2, 0)
+    return _signed(value) if isinstance(value, int) else 0
+
+
+def _label_selector(data: bytes) -> dict[str, Any]:
+    # LabelSelector: 1 matchLabels (map), 2 matchExpressions {1 key, 2 operator, 3 values}.
+    labels: list[int | bytes] = []
+    expressions: list[dict[str, Any]] = []
+    for number, value in _fields(data):
+        if number == 1:
+            labels.append(value)
+        elif number == 2 and isinstance(value, bytes):
+            expr: dict[str, Any] = {}
+            for sub, sub_value in _fields(value):
+                if sub == 1:
+                    expr["key"] = _text(sub_value)
+                elif sub == 2:
+                    expr["operator"] = _text(sub_value)
+                elif sub == 3:
+                    expr.setdefault("values", []).append(_text(sub_value))
+            expressions.append(expr)
+    out: dict[str, Any] = {}
+    if labels:
+        out["matchLabels"] = _string_map(labels)
+    if expressions:
+        out["matchExpressions"] = expressions
+    return out
+
+
+def _pdb_spec(data: bytes) -> dict[str, Any]:
+    # PodDisruptionBudgetSpec: 1 minAvailable, 2 selector, 3 maxUnavailable, 4 unhealthyPodEvictionPolicy.
+    spec: dict[str, Any] = {}
+    for number, value in _fields(data):
+        if number in (1, 3) and isinstance(value, bytes):
+            spec["minAvailable" if number == 1 else "maxUnavailable"] = _int_or_string(value)
+        elif number == 2 and isinstance(value, bytes):
+            spec["selector"] = _label_selector(value)
+        elif number == 4:
+            spec["unhealthyPodEvictionPolicy"] = _text(value)
+    return spec
 
 
 def decode_object(body: bytes) -> dict[str, Any]:
-    """The JSON form of a protobuf ``Namespace`` (metadata plus ``spec.finalizers``)."""
+    """The JSON form of a protobuf ``Namespace`` (metadata plus ``spec.finalizers``) or
+    ``PodDisruptionBudget`` (metadata plus spec; a status sent on create is reset anyway)."""
     api_version, kind, raw = _envelope(body)
     if kind not in _OBJECT_KINDS:
         raise ProtobufError(f"protobuf bodies of kind {kind or '?'} are not supported; send JSON")
@@ -136,6 +186,8 @@ def decode_object(body: bytes) -> dict[str, Any]:
     for number, value in _fields(raw):
         if number == 1 and isinstance(value, bytes):
             out["metadata"] = _object_meta(value)
+        elif number == 2 and isinstance(value, bytes) and kind == "PodDisruptionBudget":
+            out["spec"] = _pdb_spec(value)
         elif number == 2 and isinstance(value, bytes):
             finalizers = [_text(v) for n, v in _fields(value) if n == 1]
             out["spec"] = {"finalizers": finalizers} if finalizers else {}

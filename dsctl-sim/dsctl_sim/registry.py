@@ -125,7 +125,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "Node", "nodes", False, short_names=("no",), has_status=True,
                  field_selectors=("spec.unschedulable",)),
     ResourceType("", "v1", "Pod", "pods", True, short_names=("po",), has_status=True,
-                 subresources=("status", "binding"), categories=("all",), field_selectors=_POD_FIELDS),
+                 subresources=("status", "binding", "eviction"), categories=("all",), field_selectors=_POD_FIELDS),
     ResourceType("", "v1", "Event", "events", True, short_names=("ev",),
                  field_selectors=_CORE_EVENT_FIELDS),
     ResourceType("events.k8s.io", "v1", "Event", "events", True, short_names=("ev",),
@@ -134,6 +134,8 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
                  categories=("all",)),
     ResourceType("apps", "v1", "ControllerRevision", "controllerrevisions", True),
     ResourceType("coordination.k8s.io", "v1", "Lease", "leases", True),
+    ResourceType("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, short_names=("pdb",),
+                 has_status=True),
     ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
                  False, short_names=("crd", "crds"), has_status=True, categories=("api-extensions",)),
 )

@@ -89,8 +89,8 @@ def parse_resource_path(
     if subresource is not None and subresource not in rt.subresources:
         raise NotFound("the server could not find the requested resource")
     verb = verb_for(method, name=name, watch=watch)
-    if subresource == "binding" and verb != "create":
-        raise MethodNotAllowed(f"{verb} is not supported on pods/binding")
+    if subresource in ("binding", "eviction") and verb != "create":
+        raise MethodNotAllowed(f"{verb} is not supported on pods/{subresource}")
     if name is None and verb in ("create",) and namespace is None and rt.namespaced:
         raise NotFound("the server could not find the requested resource")
     return RequestInfo(rt, version, namespace, name, subresource, verb)

@@ -9,6 +9,16 @@ failures too, as kube-apiserver does), and appends the request to the request lo
 
 ``SimServer`` owns the runner: ``await start(host=, port=)`` returns the URL (port 0 picks a
 free port) and ``await stop()`` ends every watch stream and closes the listener.
+
+``schedule_restart(seconds=)`` simulates a kube-apiserver restart: open watches are cut, the
+listening socket is really closed (clients get ``connection refused``, pooled keep-alive
+connections are reset), and after ``seconds`` the server listens again on the same address and
+port. Storage is untouched, so every object comes back with the same resourceVersion and a
+watch can resume from where it was cut, as it can after a real restart over the same etcd.
+The control-plane loops keep running meanwhile, like kubelets and etcd behind a restarting
+apiserver. The restart is a task owned by the server (``sim-apiserver-restart``); ``stop``
+cancels it. Each outage is recorded in ``ApiState.outages`` so tests can line it up with the
+request log, which survives the restart.
 """
 
 from __future__ import annotations
@@ -168,33 +178,86 @@ def build_server(state: ApiState) -> web.Server:
 
 
 class SimServer:
-    """Runs the API server application on a TCP port until ``stop``."""
+    """Runs the API server application on a TCP port until ``stop``.
+
+    Invariant: at most one restart task exists; while it runs the listener is closed between
+    its ``down`` and ``up`` moments and ``state.stopping`` is True, so no watch is served.
+    """
 
     def __init__(self, state: ApiState) -> None:
         self.state = state
         if state.metrics is None:
             state.metrics = SimMetrics(state.storage, state.faults)
+        state.restart = self.schedule_restart
         self._runner: web.ServerRunner | None = None
+        self._restart: asyncio.Task[None] | None = None
+        self._host = "127.0.0.1"
+        self._port = 0
         self.url = ""
 
     async def start(self, *, host: str = "127.0.0.1", port: int = 0) -> str:
         """Listen; returns ``http://host:port`` with the real port."""
-        runner = web.ServerRunner(build_server(self.state), shutdown_timeout=2.0)
-        await runner.setup()
-        site = web.TCPSite(runner, host, port, backlog=1024, reuse_address=True)
-        await site.start()
-        self._runner = runner
-        addresses: list[Any] = list(runner.addresses)
-        real_port = int(addresses[0][1]) if addresses else port
+        self._host = host
+        self._port = await self._listen(host, port)
         shown = f"[{host}]" if ":" in host else host
-        self.url = f"http://{shown}:{real_port}"
+        self.url = f"http://{shown}:{self._port}"
         log.info("sim_api_listening", url=self.url)
         return self.url
 
-    async def stop(self) -> None:
-        """End watch streams, then close the listener and open connections."""
+    async def _listen(self, host: str, port: int) -> int:
+        runner = web.ServerRunner(build_server(self.state), shutdown_timeout=2.0)
+        await runner.setup()
+        site = web.TCPSite(runner, host, port, backlog=1024, reuse_address=True)
+        try:
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self.state.stopping = False
+        addresses: list[Any] = list(runner.addresses)
+        return int(addresses[0][1]) if addresses else port
+
+    async def _close(self) -> None:
         self.state.stopping = True
         self.state.storage.close_watchers()
         if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+            runner, self._runner = self._runner, None
+            await runner.cleanup()
+
+    def schedule_restart(self, *, seconds: float, delay: float = 0.1) -> bool:
+        """Go down after ``delay`` (so the admin answer is sent first) for ``seconds``, then
+        listen again on the same port. False when a restart is already under way."""
+        if self._restart is not None and not self._restart.done():
+            return False
+        self._restart = asyncio.create_task(self._restart_after(seconds=seconds, delay=delay),
+                                            name="sim-apiserver-restart")
+        return True
+
+    async def _restart_after(self, *, seconds: float, delay: float) -> None:
+        await asyncio.sleep(delay)
+        down = time.time()
+        log.warning("sim_api_going_down", url=self.url, down_seconds=seconds)
+        await self._close()
+        outage = {"down": down, "up": 0.0, "seconds": seconds}
+        self.state.outages.append(outage)
+        await asyncio.sleep(seconds)
+        # The port may be briefly held by a connection still closing; keep trying, as a
+        # restarting apiserver would, rather than give up the cluster.
+        while True:
+            try:
+                await self._listen(self._host, self._port)
+                break
+            except OSError as err:
+                log.warning("sim_api_rebind_failed", port=self._port, error=str(err))
+                await asyncio.sleep(0.2)
+        outage["up"] = time.time()
+        log.warning("sim_api_back", url=self.url, outage_seconds=round(outage["up"] - down, 3))
+
+    async def stop(self) -> None:
+        """End watch streams, then close the listener and open connections."""
+        task, self._restart = self._restart, None
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        await self._close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from dsctl_sim.faults import Faults
 from dsctl_sim.listing import Paginator
@@ -17,7 +18,13 @@ from dsctl_sim.metrics import SimMetrics
 from dsctl_sim.requestlog import RequestLog
 from dsctl_sim.storage import Storage
 
-__all__ = ["ApiState"]
+__all__ = ["ApiState", "Restarter"]
+
+
+class Restarter(Protocol):
+    """Schedules an apiserver restart (``SimServer.schedule_restart``); False if one is under way."""
+
+    def __call__(self, *, seconds: float) -> bool: ...
 
 
 @dataclass(slots=True)
@@ -39,3 +46,7 @@ class ApiState:
     stopping: bool = False
     token: str | None = None
     metrics: SimMetrics | None = None
+    restart: Restarter | None = None
+    """Set by the server that serves this state: ``POST /sim/restart`` calls it."""
+    outages: list[dict[str, float]] = field(default_factory=list)
+    """One ``{"down", "up", "seconds"}`` (epoch seconds; ``up`` 0 while down) per restart."""

@@ -31,7 +31,8 @@ TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
 Obj = dict[str, Any]
 
 # Built-in kinds whose registry strategy maintains metadata.generation.
-_GENERATION_KEYS = frozenset({"pods", "apps/daemonsets", "apiextensions.k8s.io/customresourcedefinitions"})
+_GENERATION_KEYS = frozenset({"pods", "apps/daemonsets", "apiextensions.k8s.io/customresourcedefinitions",
+                              "policy/poddisruptionbudgets"})
 _METADATA_ONLY = frozenset({"metadata", "kind", "apiVersion"})
 
 
@@ -100,6 +101,9 @@ def prepare_create(rt: ResourceType, obj: Obj) -> None:
         obj["status"] = {"phase": "Active"}
     elif key == "apiextensions.k8s.io/customresourcedefinitions":
         obj["status"] = {}
+    elif key == "policy/poddisruptionbudgets":
+        # The disruption controller fills it; until then nothing may be disrupted.
+        obj["status"] = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
     elif rt.has_status and not rt.builtin:
         obj.pop("status", None)
 

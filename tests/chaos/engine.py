@@ -7,7 +7,9 @@ in ``finally``. The phases:
    DaemonSets at template version 1, then the controller; wait until every DaemonSet is settled.
 2. **faults**: the checker starts observing; each step runs as its own task at its offset in
    the window (a timed pause: that is the scenario, not a wait for a result). Steps on one
-   DaemonSet are serialised by a lock, so a template change never races its re-creation.
+   DaemonSet are serialised by a lock, so a template change never races its re-creation. Calls
+   to the simulator's admin API are serialised by another, which an apiserver restart holds
+   until the server is back (the admin API goes down with it).
 3. **faults stop**: every fault knob reset, killed replicas replaced; the clock starts.
 4. **convergence**: poll the settled-state recount until it holds, within ``bound`` seconds.
 5. **verdict**: checker violations, late pods, controller deaths and logged errors.
@@ -23,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
+
+import aiohttp
 
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
@@ -87,6 +91,9 @@ class _Run:
         self.checker = checker
         self.result = result
         self.knobs = FaultKnobs(sim)
+        self.admin = asyncio.Lock()
+        """Held around every call to the simulator's admin API, and for the whole of an apiserver
+        restart, when that API is down with the rest of the server."""
         self.versions = {d.name: 1 for d in scenario.daemonsets}
         self.history = {d.name: [1] for d in scenario.daemonsets}
         self.strategies = {d.name: d.strategy for d in scenario.daemonsets}
@@ -115,13 +122,16 @@ class _Run:
             await self.bump(step.target, self.versions[step.target] + 1)
 
     async def _do_drop_watches(self, step: Step) -> None:
-        self.note(f"dropped {await self.sim.drop_watches()} watches")
+        async with self.admin:
+            self.note(f"dropped {await self.sim.drop_watches()} watches")
 
     async def _layer(self, step: Step, **knobs: Any) -> None:
         name = f"{step.kind}@{step.at}"
-        await self.knobs.push(name, **knobs)
+        async with self.admin:
+            await self.knobs.push(name, **knobs)
         await asyncio.sleep(float(step.params["duration"]))  # how long the fault lasts
-        await self.knobs.pop(name)
+        async with self.admin:
+            await self.knobs.pop(name)
         self.note(f"end {step.kind}")
 
     async def _do_watch_drop_interval(self, step: Step) -> None:
@@ -141,7 +151,20 @@ class _Run:
                           watch_event_latency_ms=step.params["watch_event_latency_ms"])
 
     async def _do_compaction(self, step: Step) -> None:
-        self.note(f"compacted at rv {await self.sim.compact(expire_watches=True)}")
+        async with self.admin:
+            self.note(f"compacted at rv {await self.sim.compact(expire_watches=True)}")
+
+    async def _do_apiserver_restart(self, step: Step) -> None:
+        seconds = float(step.params["seconds"])
+        async with self.admin:
+            before = int((await self.sim.stats())["restarts"])
+            self.note(f"apiserver restart ({seconds}s refused) during {self.progress()}")
+            status, body = await self.sim.request("POST", "/sim/restart", params={"seconds": str(seconds)})
+            if status != 202:
+                raise RuntimeError(f"restart refused: {status} {body}")
+            await eventually(lambda: _restarted(self.sim, before + 1), timeout=seconds + 30, interval=0.1,
+                             message="the apiserver back after its restart")
+        self.note("end apiserver_restart")
 
     # -- the controller process -----------------------------------------------------------
 
@@ -246,6 +269,16 @@ class _Run:
         return False
 
 
+async def _restarted(sim: SimProcess, count: int) -> bool:
+    """True once ``count`` restarts have gone down and come back up."""
+    try:
+        status, body = await sim.request("GET", "/sim/restarts")
+    except aiohttp.ClientError:
+        return False  # still down: connection refused
+    outages = (body.get("items") or []) if status == 200 else []
+    return len(outages) >= count and all(o["up"] for o in outages)
+
+
 def _has_surge(strategy: dict[str, Any]) -> bool:
     surge = (strategy.get("rollingUpdate") or {}).get("maxSurge")
     return strategy.get("type") == "RollingUpdate" and surge not in (None, 0, "0", "0%")
@@ -292,7 +325,8 @@ async def run_scenario(scenario: Scenario, *, bound: float | None = None,
                 run.note("faults start")
                 t0 = time.monotonic()
                 await asyncio.gather(*(run.step(s, t0) for s in scenario.steps))
-                await run.knobs.clear()
+                async with run.admin:
+                    await run.knobs.clear()
                 await replicas.ensure_running()
                 stopped = time.monotonic()
                 run.note("faults stop")

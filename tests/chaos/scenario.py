@@ -27,20 +27,22 @@ __all__ = [
     "generate",
 ]
 
-THEMES = (
+_FIRST_THEMES = (
     "watch-drop", "server-errors", "throttle", "conflicts", "latency", "compaction", "kill", "failover",
     "node-join", "node-delete", "taint-flap", "label-flap", "notready-flap", "template-churn", "rollback",
     "strategy-switch", "recreate", "mixed",
 )
+THEMES = (*_FIRST_THEMES, "apiserver-restart")
 """Every theme; ``mixed`` draws several faults of any kind."""
 
-CI_THEMES = (*THEMES, "kill", "mixed")
-"""The CI-sized run: every theme once, plus a second kill and a second mix (20 scenarios)."""
+CI_THEMES = (*_FIRST_THEMES, "kill", "mixed", "apiserver-restart")
+"""The CI-sized run: every theme once, plus a second kill and a second mix (21 scenarios). Themes
+added later go last, so the earlier scenarios keep their index and seed."""
 
 FAULT_KINDS = (
     "drop_watches", "watch_drop_interval", "errors_500", "errors_429", "conflicts_409", "latency", "compaction",
     "kill", "failover", "node_join", "node_delete", "taint_flap", "label_flap", "notready_flap",
-    "template_change", "rollback", "strategy_switch", "recreate",
+    "template_change", "rollback", "strategy_switch", "recreate", "apiserver_restart",
 )
 """Step kinds that count as injected faults (``rollout`` steps start the rollouts, not counted)."""
 
@@ -62,9 +64,13 @@ _THEME_KINDS: dict[str, tuple[str, ...]] = {
     "rollback": ("rollback",),
     "strategy-switch": ("strategy_switch",),
     "recreate": ("recreate",),
+    "apiserver-restart": ("apiserver_restart",),
 }
 # Extras mixed into any scenario: everything but failover, which needs two replicas from the start.
-_EXTRA_KINDS = tuple(k for k in FAULT_KINDS if k != "failover")
+# The CI list draws from the kinds it had before the apiserver restart, so its scenarios stay as
+# they were; the soak draws from all of them.
+_EXTRA_KINDS = tuple(k for k in FAULT_KINDS if k not in ("failover", "apiserver_restart"))
+_LONG_EXTRA_KINDS = (*_EXTRA_KINDS, "apiserver_restart")
 # Writes the controller makes; error rules target these (never leases: a leader that cannot renew
 # is meant to step down and exit, which is not what these scenarios test).
 _WRITE_TARGETS = (("create", "pods"), ("delete", "pods"), ("patch", "pods"), ("update", "daemonsets/status"),
@@ -271,6 +277,9 @@ class _Builder:
             steps.append(Step(self.at(0.1, 0.6), kind, target=ds,
                               params={"strategy": _strategy(rng, allow_on_delete=True),
                                       "back_after": round(rng.uniform(0.3, 1.2), 2)}))
+        elif kind == "apiserver_restart":
+            # Connections refused for 1-3 s, early enough that the rollout is still under way.
+            steps.append(Step(self.at(0.05, 0.5), kind, params={"seconds": round(rng.uniform(1.0, 3.0), 1)}))
         elif kind == "recreate":
             if ds not in self.recreated:
                 self.recreated.add(ds)
@@ -299,17 +308,19 @@ def generate(seed: int, *, theme: str, index: int = 0, long: bool = False) -> Sc
             min_ready_seconds=rng.choice([0, 0, 1]) if long else 0, grace_seconds=rng.choice([0, 0, 1]),
         ))
     builder = _Builder(rng, nodes, specs, window, blue)
+    extra_kinds = _LONG_EXTRA_KINDS if long else _EXTRA_KINDS
     if theme == "mixed":
-        kinds = rng.sample(_EXTRA_KINDS, rng.randint(3, 5))
+        kinds = rng.sample(extra_kinds, rng.randint(3, 5))
     else:
         extras = rng.randint(2, 4) if long else rng.randint(0, 1)
-        pool = [k for k in _EXTRA_KINDS if k not in _THEME_KINDS[theme]]
+        pool = [k for k in extra_kinds if k not in _THEME_KINDS[theme]]
         kinds = [*_THEME_KINDS[theme], *rng.sample(pool, extras)]
     for kind in kinds:
         builder.add(kind)
     if any(s.kind == "failover" for s in builder.steps):
-        # A replica killed by a separate ``kill`` step would blur which replica leads.
-        builder.steps = [s for s in builder.steps if s.kind != "kill"]
+        # A replica killed by a separate ``kill`` step would blur which replica leads; an
+        # apiserver outage longer than the chaos lease rightly ends the leader (exit 1).
+        builder.steps = [s for s in builder.steps if s.kind not in ("kill", "apiserver_restart")]
     rollouts = [Step(0.0, "rollout", target=d.name) for d in specs]
     steps = tuple(sorted([*rollouts, *builder.steps], key=lambda s: s.at))
     replicas = 2 if any(s.kind == "failover" for s in steps) else 1

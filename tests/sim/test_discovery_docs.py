@@ -42,7 +42,7 @@ def test_group_list_order_and_preferred_versions() -> None:
     """Groups come in apiserver priority order; a CRD's preferred version is its most stable, newest one."""
     groups = api_group_list(TYPES)["groups"]
     assert [g["name"] for g in groups] == [
-        "apps", "events.k8s.io", "coordination.k8s.io", "apiextensions.k8s.io", "example.com",
+        "apps", "events.k8s.io", "policy", "coordination.k8s.io", "apiextensions.k8s.io", "example.com",
     ]
     widgets = groups[-1]
     assert [v["version"] for v in widgets["versions"]] == ["v2", "v1", "v1beta1"]
@@ -102,7 +102,11 @@ def test_aggregated_discovery() -> None:
     assert [item["metadata"]["name"] for item in core["items"]] == [""]
     resources = {r["resource"]: r for r in core["items"][0]["versions"][0]["resources"]}
     assert resources["nodes"]["scope"] == "Cluster"
-    assert {s["subresource"] for s in resources["pods"]["subresources"]} == {"status", "binding"}
+    subresources = {s["subresource"]: s for s in resources["pods"]["subresources"]}
+    assert set(subresources) == {"status", "binding", "eviction"}
+    # kubectl drain looks for exactly this to decide it may evict with policy/v1.
+    assert subresources["eviction"]["responseKind"] == {"group": "policy", "version": "v1", "kind": "Eviction"}
+    assert subresources["eviction"]["verbs"] == ["create"]
     others = aggregated_discovery(TYPES, core=False)
     apps = next(item for item in others["items"] if item["metadata"]["name"] == "apps")
     ds = next(r for r in apps["versions"][0]["resources"] if r["resource"] == "daemonsets")

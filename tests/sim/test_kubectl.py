@@ -267,12 +267,35 @@ async def test_cascading_deletes(sim: SimProcess) -> None:
 
 
 async def test_drain_deletes_pods_with_protobuf_delete_options(sim: SimProcess) -> None:
-    """`kubectl drain` (typed client, protobuf DeleteOptions) cordons the node and removes its pods."""
+    """`kubectl drain --disable-eviction` (protobuf DeleteOptions) cordons the node and removes its pods."""
     await sim.kubectl("run", "web", "--image=nginx", '--overrides={"spec":{"nodeName":"node-1"}}')
-    out = await sim.kubectl("drain", "node-1", "--ignore-daemonsets", "--force", "--timeout=30s")
+    out = await sim.kubectl("drain", "node-1", "--ignore-daemonsets", "--force", "--disable-eviction",
+                            "--timeout=30s")
     assert "node/node-1 drained" in out.stdout
     assert (await get_json(sim, "node", "node-1"))["spec"]["unschedulable"] is True
     assert (await get_json(sim, "pods"))["items"] == []
+
+
+async def test_pdb_discovery_create_and_columns(sim: SimProcess) -> None:
+    """`kubectl create pdb` works, `kubectl get pdb` prints upstream's columns, api-resources lists it."""
+    resources = (await sim.kubectl("api-resources", "--api-group=policy", "--no-headers")).stdout.split()
+    assert resources[:5] == ["poddisruptionbudgets", "pdb", "policy/v1", "true", "PodDisruptionBudget"]
+    await sim.kubectl("run", "web", "--image=nginx", "--labels=app=web")
+    # kubectl's typed client sends these as protobuf.
+    await sim.kubectl("create", "pdb", "web", "--selector=app=web", "--min-available=1")
+    await sim.kubectl("create", "pdb", "other", "--selector=app in (db,cache)", "--max-unavailable=50%")
+    other = await get_json(sim, "pdb", "other")
+    assert other["spec"] == {"maxUnavailable": "50%", "selector": {"matchExpressions": [
+        {"key": "app", "operator": "In", "values": ["cache", "db"]}]}}
+
+    async def counted() -> bool:
+        pdb = await get_json(sim, "pdb", "web")
+        return (pdb.get("status") or {}).get("currentHealthy") == 1
+
+    await eventually(counted, timeout=20, message="the disruption controller to count the pod")
+    out = (await sim.kubectl("get", "pdb", "web")).stdout
+    assert header(out) == ["NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"]
+    assert out.splitlines()[1].split()[:4] == ["web", "1", "<none>", "0"]
 
 
 async def test_create_and_delete_namespace(sim: SimProcess) -> None:

@@ -16,6 +16,7 @@ from typing import Protocol
 import structlog
 
 from dsctl_sim.controllers.clock import Clock, RealClock
+from dsctl_sim.controllers.disruption import DisruptionController
 from dsctl_sim.controllers.events import EventRecorder
 from dsctl_sim.controllers.feeds import Feeds
 from dsctl_sim.controllers.gc import GarbageCollector
@@ -71,6 +72,7 @@ class ControlPlane:
     garbage_collector: GarbageCollector | None = None
     pod_gc: PodGC | None = None
     namespaces: NamespaceController | None = None
+    disruption: DisruptionController | None = None
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     @property
@@ -84,6 +86,7 @@ class ControlPlane:
             self.garbage_collector,
             self.pod_gc,
             self.namespaces,
+            self.disruption,
         ]
         return [loop for loop in candidates if loop is not None]
 
@@ -138,6 +141,7 @@ def start_control_plane(
     garbage_collector: bool = True,
     pod_gc: bool = True,
     namespaces: bool = True,
+    disruption: bool = True,
     max_termination_seconds: float = 1.0,
     orphan_pod_delay: float = 0.5,
     events: bool = True,
@@ -151,7 +155,8 @@ def start_control_plane(
     manager (NoExecute eviction). ``events`` lets the scheduler and taint manager write
     (rate-limited) core v1 Events. ``registry_poll_seconds`` is how soon a newly served
     type (a CRD) starts being garbage-collected. ``namespaces`` runs the namespace controller
-    (without it, a deleted namespace stays ``Terminating``).
+    (without it, a deleted namespace stays ``Terminating``). ``disruption`` keeps
+    PodDisruptionBudget status current (without it, evictions under a budget get 429).
     """
     clock = clock or RealClock()
     feeds = Feeds(storage, registry_poll_seconds=registry_poll_seconds)
@@ -182,6 +187,8 @@ def start_control_plane(
         plane.pod_gc = PodGC(storage, clock=clock, orphan_delay=orphan_pod_delay)
     if namespaces:
         plane.namespaces = NamespaceController(storage, clock=clock)
+    if disruption:
+        plane.disruption = DisruptionController(storage, clock=clock)
     for loop in plane.loops:
         loop.register(feeds)
     feeds.start()

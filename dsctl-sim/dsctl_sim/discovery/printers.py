@@ -365,6 +365,22 @@ def _lease_row(lease: Obj, now: float) -> Row:
     return [_meta(lease).get("name", ""), _part(lease, "spec").get("holderIdentity") or "", _created(lease, now)]
 
 
+PDB_COLUMNS = [
+    NAME,
+    col("Min Available", description="The minimum number of pods that must be available."),
+    col("Max Unavailable", description="The maximum number of pods that may be unavailable."),
+    col("Allowed Disruptions", "integer", description="Calculated number of pods that may be disrupted now."),
+    AGE,
+]
+
+
+def _pdb_row(pdb: Obj, now: float) -> Row:
+    spec = _part(pdb, "spec")
+    shown = [_NONE if spec.get(k) is None else str(spec.get(k)) for k in ("minAvailable", "maxUnavailable")]
+    return [_meta(pdb).get("name", ""), *shown, int(_part(pdb, "status").get("disruptionsAllowed") or 0),
+            _created(pdb, now)]
+
+
 def _crd_row(crd: Obj, now: float) -> Row:
     return [_meta(crd).get("name", ""), _meta(crd).get("creationTimestamp", "")]
 
@@ -376,5 +392,6 @@ BUILTIN_PRINTERS: dict[tuple[str, str], Printer] = {
     ("apps", "daemonsets"): (DAEMONSET_COLUMNS, _daemonset_row),
     ("apps", "controllerrevisions"): (REVISION_COLUMNS, _revision_row),
     ("coordination.k8s.io", "leases"): (LEASE_COLUMNS, _lease_row),
+    ("policy", "poddisruptionbudgets"): (PDB_COLUMNS, _pdb_row),
     ("apiextensions.k8s.io", "customresourcedefinitions"): (CRD_COLUMNS, _crd_row),
 }

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dsctl_sim.disruption import validate_pdb
 from dsctl_sim.validation.causes import Causes, check_dns_label, check_dns_subdomain
 from dsctl_sim.validation.cluster import (
     validate_core_event,
@@ -59,6 +60,7 @@ _RULES: dict[str, _Rules] = {
     "apps/controllerrevisions": _Rules(True, validate_controller_revision),
     "coordination.k8s.io/leases": _Rules(True, _ignoring_old(validate_lease)),
     "apiextensions.k8s.io/customresourcedefinitions": _Rules(False, validate_crd),
+    "policy/poddisruptionbudgets": _Rules(True, validate_pdb),
 }
 
 _STATUS_RULES: dict[str, Callable[[Causes, Obj], None]] = {
