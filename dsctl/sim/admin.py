@@ -13,6 +13,7 @@ Requests to ``/sim/`` are not themselves recorded in the request log.
 | ``GET /sim/requests?since=N&limit=M`` | request log records after cursor N |
 | ``DELETE /sim/requests`` | clear the request log |
 | ``GET /sim/stats`` | resourceVersion, object counts, open watches, injected faults |
+| ``GET``/``POST /sim/token`` | rotate the accepted bearer token (see ``dsctl.sim.tokens``) |
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from aiohttp import web
 from dsctl.sim.errors import BadRequest, MethodNotAllowed, NotFound
 from dsctl.sim.faults import FaultConfig
 from dsctl.sim.state import ApiState
+from dsctl.sim.tokens import handle_token
 
 __all__ = ["handle_admin"]
 
@@ -84,6 +86,8 @@ async def handle_admin(request: web.BaseRequest, state: ApiState, parts: list[st
             state.requests.clear()
             return _json({"next": state.requests.last_seq})
         raise MethodNotAllowed(f"{method} /sim/requests")
+    if what == "token":
+        return await handle_token(request, state)
     if what == "stats" and method == "GET":
         storage = state.storage
         return _json({

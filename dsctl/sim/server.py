@@ -29,6 +29,7 @@ from dsctl.sim.handlers import handle_resource, json_response
 from dsctl.sim.metrics import CONTENT_TYPE, SimMetrics
 from dsctl.sim.routing import RequestInfo, parse_resource_path
 from dsctl.sim.state import ApiState
+from dsctl.sim.tokens import accepts
 
 __all__ = ["SimServer", "build_server"]
 
@@ -106,7 +107,7 @@ def _authenticate(request: web.BaseRequest, state: ApiState) -> None:
         return
     given = request.headers.get("Authorization", "")
     scheme, _, value = given.partition(" ")
-    if scheme.lower() != "bearer" or value.strip() != state.token:
+    if scheme.lower() != "bearer" or not accepts(state, value.strip()):
         raise Unauthorized("Unauthorized")
 
 
