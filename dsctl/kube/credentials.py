@@ -324,11 +324,14 @@ class CachedCredentials:
             raise CredentialsUnavailable(f"getting credentials ({self.kind}): {one_line(exc)}") from None
         finally:
             self._inflight = None
+        changed = self._token is None or self._token.value != token.value
         self._token = token
         self._stale = False
         self._retry_at = 0.0
-        log.info("kube.credentials.refreshed", kind=self.kind,
-                 expires_in=None if token.expiry is None else round(token.expiry - token.obtained, 1))
+        # A token file re-read every minute mostly finds the same token: not worth an info line.
+        (log.info if changed else log.debug)(
+            "kube.credentials.refreshed", kind=self.kind, changed=changed,
+            expires_in=None if token.expiry is None else round(token.expiry - token.obtained, 1))
         return token.value
 
     async def close(self) -> None:

@@ -9,12 +9,17 @@ minutes or less ran the plugin on every request, and a rotated token (a re-writt
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import sys
+import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from aiohttp import web
 
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
@@ -150,3 +155,66 @@ async def test_controller_keeps_working_across_token_rotation(tmp_path: Path) ->
 async def _ready(client: KubeClient, name: str, count: int) -> bool:
     status = await ds_status(client, name)
     return status.get("numberReady") == count and status.get("updatedNumberScheduled") == count
+
+
+def _jwt(name: str, *, exp: float) -> str:
+    def part(data: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
+    return f"{part({'alg': 'none'})}.{part({'sub': name, 'exp': int(exp)})}.sig"
+
+
+class FakeIdP:
+    """An OpenID provider on loopback that answers refresh-token grants with the next id-token."""
+
+    def __init__(self) -> None:
+        self.grants: list[str] = []
+        self.url = ""
+        self.next_id_token = ""
+
+    async def _discovery(self, request: web.Request) -> web.Response:
+        return web.json_response({"issuer": self.url, "token_endpoint": f"{self.url}/token"})
+
+    async def _token(self, request: web.Request) -> web.Response:
+        form = await request.post()
+        self.grants.append(str(form.get("refresh_token")))
+        return web.json_response({"id_token": self.next_id_token, "refresh_token": f"r{len(self.grants) + 1}"})
+
+    async def serve(self) -> AsyncIterator[FakeIdP]:
+        app = web.Application()
+        app.router.add_get("/.well-known/openid-configuration", self._discovery)
+        app.router.add_post("/token", self._token)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        self.url = f"http://127.0.0.1:{port}"
+        try:
+            yield self
+        finally:
+            await runner.cleanup()
+
+
+@pytest.fixture
+async def idp() -> AsyncIterator[FakeIdP]:
+    """A fake OpenID provider on 127.0.0.1."""
+    async for served in FakeIdP().serve():
+        yield served
+
+
+async def test_oidc_token_refreshed_on_401(tmp_path: Path, idp: FakeIdP) -> None:
+    """A revoked OIDC id-token is exchanged once through the refresh-token, and the request retried."""
+    first = _jwt("first", exp=time.time() + 3600)
+    idp.next_id_token = _jwt("second", exp=time.time() + 3600)
+    async with SimProcess(nodes=1, args=["--token", first]) as sim:
+        user = {"auth-provider": {"name": "oidc", "config": {
+            "client-id": "dsctl", "client-secret": "secret", "idp-issuer-url": idp.url,
+            "id-token": first, "refresh-token": "r1"}}}
+        kubeconfig = _kubeconfig(tmp_path / "kubeconfig", sim.url, user)
+        async with await KubeClient.from_config(kubeconfig=kubeconfig) as client:
+            await client.get(NODES, "node-0")
+            assert idp.grants == []
+            await sim.rotate_token(idp.next_id_token)
+            results = await asyncio.gather(*(client.get(NODES, "node-0") for _ in range(5)))
+            assert len(results) == 5
+            assert idp.grants == ["r1"]

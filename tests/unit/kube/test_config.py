@@ -142,3 +142,40 @@ async def test_in_cluster_without_token_file(tmp_path: Path) -> None:
     env = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}
     with pytest.raises(ConfigError, match=r"in-cluster config: .*token"):
         await load_config(environ=env, home=tmp_path, token_path=str(tmp_path / "t"))
+
+
+async def test_in_cluster_token_trimmed_and_reread_after_401(tmp_path: Path) -> None:
+    """The service-account token is sent trimmed, and a rewritten one is read after a 401."""
+    token = tmp_path / "token"
+    token.write_text("sa-token-1\n")
+    ca = tmp_path / "ca.crt"
+    ca.write_text("not-really-a-cert")
+    env = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "6443"}
+    loaded = await load_config(environ=env, home=tmp_path, token_path=str(token), ca_path=str(ca))
+    assert loaded.credentials is not None
+    assert await loaded.credentials.token() == "sa-token-1"
+    token.write_text("sa-token-2\n")
+    assert await loaded.credentials.rejected("sa-token-1") == "sa-token-2"
+
+
+@pytest.mark.parametrize(("user", "kind"), [
+    pytest.param({"token": "t"}, "token", id="token"),
+    pytest.param({"tokenFile": "tok"}, "tokenFile", id="token-file"),
+    pytest.param({"token": "t", "tokenFile": "tok"}, "tokenFile", id="token-file-preferred"),
+    pytest.param({"username": "u", "password": "p"}, None, id="basic-auth"),
+])
+async def test_kubeconfig_credentials_kind(tmp_path: Path, user: dict[str, str], kind: str | None) -> None:
+    """Each kubeconfig user gets the credential source client-go would use (tokenFile before token)."""
+    (tmp_path / "tok").write_text("from-file")
+    path = tmp_path / "config"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "k", "cluster": {"server": "http://127.0.0.1:1"}}],
+        "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+    }))
+    loaded = await load_config(kubeconfig=path)
+    assert (loaded.credentials.kind if loaded.credentials else None) == kind
+    if kind == "tokenFile":
+        assert loaded.credentials is not None
+        assert await loaded.credentials.token() == "from-file"
