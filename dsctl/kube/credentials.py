@@ -187,12 +187,22 @@ class ExecTokenSource:
         }).decode()
         self._env = env
         self._timeout = timeout
+        self.on_call: Callable[[int, str], None] | None = None
+        """Told of every run: exit code and client-go's ``call_status`` (for the metric)."""
+
+    def _called(self, code: int, status: str) -> None:
+        if self.on_call is not None:
+            self.on_call(code, status)
 
     async def fetch(self, *, now: float) -> Token:
-        proc = await asyncio.create_subprocess_exec(
-            *self._argv, env=self._env, stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *self._argv, env=self._env, stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            )
+        except (FileNotFoundError, PermissionError):
+            self._called(1, "plugin_not_found_error")
+            raise
         try:
             async with asyncio.timeout(self._timeout):
                 out, err = await proc.communicate()
@@ -200,7 +210,10 @@ class ExecTokenSource:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
             await proc.wait()
+            self._called(1, "client_internal_error")
             raise
+        code = proc.returncode or 0
+        self._called(code, "no_error" if code == 0 else "plugin_execution_error")
         if proc.returncode != 0:
             last = err.decode(errors="replace").strip().splitlines()[-1:] or [""]
             raise RuntimeError(f"exec plugin {self._argv[0]} exited with {proc.returncode}: {last[0]}")

@@ -40,7 +40,7 @@ import aiohttp
 import orjson
 import structlog
 
-from dsctl.kube.credentials import CachedCredentials
+from dsctl.kube.credentials import CachedCredentials, ExecTokenSource
 from dsctl.kube.errors import ApiError, ConnectionFailed, from_status, one_line
 from dsctl.kube.metrics import CONNECTION_ERROR_CODE, ClientMetrics
 from dsctl.kube.proxy import decide_proxy
@@ -130,6 +130,8 @@ class Transport:
     ) -> None:
         self._api = api_client
         self._credentials = credentials
+        if credentials is not None and isinstance(credentials.source, ExecTokenSource):
+            credentials.source.on_call = metrics.exec_plugin_call
         self._config = api_client.configuration
         self._rest = api_client.rest_client
         # kubernetes_asyncio builds its session with trust_env=True, which makes aiohttp re-read

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 from aiohttp import web
+from prometheus_client import CollectorRegistry
 
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
@@ -75,12 +76,17 @@ async def test_concurrent_requests_at_expiry_run_the_plugin_once(tmp_path: Path)
     """50 requests that find the exec token expired share one plugin run."""
     async with SimProcess(nodes=1) as sim:
         kubeconfig, counter = _exec_kubeconfig(tmp_path, sim.url, first="0", later="3600")
-        async with await KubeClient.from_config(kubeconfig=kubeconfig, qps=1000, burst=1000) as client:
+        registry = CollectorRegistry()
+        async with await KubeClient.from_config(kubeconfig=kubeconfig, qps=1000, burst=1000,
+                                                registry=registry) as client:
             assert _runs(counter) == 1  # the load; its token expired as it was issued
             await asyncio.gather(*(client.get(NODES, "node-0") for _ in range(50)))
             assert _runs(counter) == 2
             await asyncio.gather(*(client.get(NODES, "node-0") for _ in range(50)))
             assert _runs(counter) == 2
+        calls = registry.get_sample_value("rest_client_exec_plugin_call_total",
+                                          {"code": "0", "call_status": "no_error"})
+        assert calls == 1  # the refresh; the load's run happens before the client exists
 
 
 @pytest.mark.parametrize("lifetime", [
