@@ -140,9 +140,10 @@ class Transport:
         self._rest.pool_manager._trust_env = False
         decision = decide_proxy(str(self._config.host), environ=os.environ if environ is None else environ)
         self._env_proxy = decision.proxy
-        if self._rest.proxy or decision.proxy:
-            log.info("kube.proxy", proxy_from="kubeconfig" if self._rest.proxy else "environment",
-                     reason=decision.reason)
+        if self._rest.proxy or decision.reason != "no proxy configured":
+            # The reason only: a proxy URL may carry a password.
+            log.info("kube.proxy", via="kubeconfig proxy-url" if self._rest.proxy else
+                     ("environment proxy" if decision.proxy else "direct"), reason=decision.reason)
         self._limiter = limiter
         self._metrics = metrics
         self.retry = retry
