@@ -144,6 +144,22 @@ def _bearer(loader: Any) -> str | None:
     return None
 
 
+def _resolve_exec_command(loader: Any) -> None:
+    """Make a relative exec ``command`` with a path separator relative to its kubeconfig's folder.
+
+    client-go resolves such a command (``./bin/get-token``) against the directory of the
+    kubeconfig that defines the user, and leaves bare names (``aws``) to ``PATH``;
+    kubernetes_asyncio would run it relative to the working directory.
+    """
+    user = getattr(loader, "_user", None)
+    if user is None or "exec" not in user or not user.path:
+        return
+    config = user["exec"].value
+    command = config.get("command") if isinstance(config, dict) else None
+    if isinstance(command, str) and os.sep in command and not os.path.isabs(command):
+        config["command"] = os.path.normpath(os.path.join(os.path.dirname(user.path), command))
+
+
 def _kubeconfig_credentials(loader: Any) -> CachedCredentials | None:
     """The credential cache for the context's user, seeded with what the load obtained."""
     user = getattr(loader, "_user", None)
@@ -182,6 +198,7 @@ async def _load_kubeconfig(files: tuple[str, ...], context: str | None) -> Loade
         loader = KubeConfigLoader(
             config_dict=merged.config, config_base_path=None, active_context=chosen
         )
+        _resolve_exec_command(loader)
         await loader.load_and_set(configuration)
     except ConfigException as exc:
         raise ConfigError(f"kubeconfig {', '.join(files)}: {one_line(exc)}") from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -179,3 +180,27 @@ async def test_kubeconfig_credentials_kind(tmp_path: Path, user: dict[str, str],
     if kind == "tokenFile":
         assert loaded.credentials is not None
         assert await loaded.credentials.token() == "from-file"
+
+
+async def test_relative_exec_command_resolved_against_kubeconfig(tmp_path: Path) -> None:
+    """An exec command like ./bin/plugin runs from the kubeconfig's folder, as client-go runs it."""
+    (tmp_path / "bin").mkdir()
+    plugin = tmp_path / "bin" / "plugin"
+    plugin.write_text(
+        f"#!{sys.executable}\n"
+        "print('{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+        "\"status\":{\"token\":\"relative\"}}')\n"
+    )
+    plugin.chmod(0o755)
+    path = tmp_path / "config"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "k", "cluster": {"server": "http://127.0.0.1:1"}}],
+        "users": [{"name": "u", "user": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1", "command": "./bin/plugin"}}}],
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+    }))
+    loaded = await load_config(kubeconfig=path)
+    assert loaded.credentials is not None
+    assert await loaded.credentials.token() == "relative"
+    assert await loaded.credentials.rejected("relative") is None  # the plugin ran again: same token
