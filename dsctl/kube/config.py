@@ -238,6 +238,8 @@ def _load_in_cluster(environ: Mapping[str, str], token_path: str, ca_path: str) 
     # kubernetes_asyncio keeps the file's trailing newline in the token; client-go trims it.
     first = str(configuration.api_key.get("BearerToken", "")).removeprefix("Bearer ").strip()
     now = time.time()
+    if not first:
+        raise ConfigError(f"in-cluster config: the token file {token_path} holds only whitespace")
     credentials = CachedCredentials(
         FileTokenSource(token_path), initial=Token(first, now, now + FILE_TOKEN_PERIOD)
     )

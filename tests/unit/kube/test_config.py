@@ -145,6 +145,17 @@ async def test_in_cluster_without_token_file(tmp_path: Path) -> None:
         await load_config(environ=env, home=tmp_path, token_path=str(tmp_path / "t"))
 
 
+async def test_in_cluster_blank_token_file(tmp_path: Path) -> None:
+    """A service-account token file holding only a newline is a one-line error, not 'Bearer '."""
+    token = tmp_path / "token"
+    token.write_text("\n")
+    ca = tmp_path / "ca.crt"
+    ca.write_text("not-really-a-cert")
+    env = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}
+    with pytest.raises(ConfigError, match="only whitespace"):
+        await load_config(environ=env, home=tmp_path, token_path=str(token), ca_path=str(ca))
+
+
 async def test_in_cluster_token_trimmed_and_reread_after_401(tmp_path: Path) -> None:
     """The service-account token is sent trimmed, and a rewritten one is read after a 401."""
     token = tmp_path / "token"
