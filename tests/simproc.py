@@ -232,6 +232,12 @@ class SimProcess:
         body = await self._admin("POST", "/sim/compact" + suffix)
         return int(body["resourceVersion"])
 
+    async def rotate_token(self, token: str, *, grace_seconds: float = 0.0) -> dict[str, Any]:
+        """Make the API accept ``token``; the others stop working after ``grace_seconds``."""
+        out: dict[str, Any] = await self._admin("POST", "/sim/token",
+                                                json={"token": token, "graceSeconds": grace_seconds})
+        return out
+
     async def drop_watches(self) -> int:
         """Close every open watch stream; returns how many were closed."""
         body = await self._admin("POST", "/sim/drop-watches")

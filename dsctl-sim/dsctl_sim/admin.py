@@ -15,6 +15,7 @@ Requests to ``/sim/`` are not themselves recorded in the request log.
 | ``GET /sim/stats`` | resourceVersion, object counts, open watches, injected faults, restarts |
 | ``POST /sim/restart?seconds=N`` | restart the apiserver: answer 202, then refuse connections for N s |
 | ``GET /sim/restarts`` | every restart so far: ``{"down", "up", "seconds"}`` (``up`` 0 while down) |
+| ``GET``/``POST /sim/token`` | rotate the accepted bearer token (see ``dsctl_sim.tokens``) |
 
 While a restart is under way the admin API is down with the rest of the server; the request
 log, faults and stats are kept, so a test reads them once the server is back.
@@ -28,6 +29,7 @@ from aiohttp import web
 from dsctl_sim.errors import BadRequest, Conflict, MethodNotAllowed, NotFound
 from dsctl_sim.faults import FaultConfig
 from dsctl_sim.state import ApiState
+from dsctl_sim.tokens import handle_token
 
 __all__ = ["MAX_RESTART_SECONDS", "handle_admin"]
 
@@ -106,6 +108,8 @@ async def handle_admin(request: web.BaseRequest, state: ApiState, parts: list[st
             state.requests.clear()
             return _json({"next": state.requests.last_seq})
         raise MethodNotAllowed(f"{method} /sim/requests")
+    if what == "token":
+        return await handle_token(request, state)
     if what == "stats" and method == "GET":
         storage = state.storage
         return _json({

@@ -39,6 +39,7 @@ from dsctl_sim.handlers import handle_resource, json_response
 from dsctl_sim.metrics import CONTENT_TYPE, SimMetrics
 from dsctl_sim.routing import RequestInfo, parse_resource_path
 from dsctl_sim.state import ApiState
+from dsctl_sim.tokens import accepts
 
 __all__ = ["SimServer", "build_server"]
 
@@ -116,7 +117,7 @@ def _authenticate(request: web.BaseRequest, state: ApiState) -> None:
         return
     given = request.headers.get("Authorization", "")
     scheme, _, value = given.partition(" ")
-    if scheme.lower() != "bearer" or value.strip() != state.token:
+    if scheme.lower() != "bearer" or not accepts(state, value.strip()):
         raise Unauthorized("Unauthorized")
 
 

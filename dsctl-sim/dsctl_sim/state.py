@@ -32,7 +32,8 @@ class ApiState:
     """Shared server state. ``bookmark_seconds`` is the interval between watch bookmarks;
     ``min_watch_timeout``/``max_watch_timeout`` bound the random server-side timeout of
     watches that do not ask for one (kube-apiserver picks 30–60 minutes). ``token``, when
-    set, is the only bearer token the API accepts (others get 401)."""
+    set, is the bearer token the API accepts (others get 401); ``retired_tokens`` maps tokens
+    replaced by a rotation (``dsctl_sim.tokens``) to when they stop being accepted."""
 
     storage: Storage
     faults: Faults = field(default_factory=Faults)
@@ -45,6 +46,8 @@ class ApiState:
     version: dict[str, str] = field(default_factory=dict)
     stopping: bool = False
     token: str | None = None
+    retired_tokens: dict[str, float] = field(default_factory=dict)
+    token_rotations: int = 0
     metrics: SimMetrics | None = None
     restart: Restarter | None = None
     """Set by the server that serves this state: ``POST /sim/restart`` calls it."""

@@ -105,6 +105,8 @@ class KubeClient:
             retry=retry or RetryPolicy(),
             user_agent=user_agent,
             request_timeout=request_timeout,
+            credentials=loaded.credentials,
+            environ=environ,
         )
         return cls(transport, host=loaded.host)
 

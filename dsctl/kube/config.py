@@ -7,15 +7,22 @@ Order (the first that applies wins, as controller-runtime's ``GetConfig`` does):
 3. in-cluster: ``KUBERNETES_SERVICE_HOST``/``PORT`` plus the service-account token and CA;
 4. ``~/.kube/config``.
 
-kubernetes_asyncio parses the kubeconfig and performs token, client-certificate, exec-plugin and
-auth-provider authentication; this module checks the files first so that every failure becomes a
+kubernetes_asyncio parses the kubeconfig, sets up TLS and client certificates and performs the
+first authentication; this module checks the files first so that every failure becomes a
 :class:`ConfigError` with one line that names the problem (missing file, malformed YAML, unknown
 context, no configuration at all) instead of a library traceback.
+
+Bearer tokens are then handed to :mod:`dsctl.kube.credentials`, which keeps them fresh as
+client-go does: ``token``, ``tokenFile`` (re-read every minute; preferred over ``token`` as in
+client-go), token-printing exec plugins, the ``oidc`` auth-provider and the in-cluster
+service-account token (re-read every minute). Basic auth, client certificates (also when an exec
+plugin prints them) and the ``gcp`` auth-provider stay as kubernetes_asyncio loaded them.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +38,17 @@ from kubernetes_asyncio.config.incluster_config import (
 )
 from kubernetes_asyncio.config.kube_config import KubeConfigLoader, KubeConfigMerger
 
-from dsctl.kube.errors import ConfigError, one_line
+from dsctl.kube.credentials import (
+    FILE_TOKEN_PERIOD,
+    CachedCredentials,
+    ExecTokenSource,
+    FileTokenSource,
+    OidcTokenSource,
+    StaticTokenSource,
+    Token,
+    jwt_expiry,
+)
+from dsctl.kube.errors import ConfigError, KubeError, one_line
 
 __all__ = ["LoadedConfig", "load_config"]
 
@@ -47,6 +64,8 @@ class LoadedConfig:
     files: tuple[str, ...] = ()
     context: str | None = None
     loader: Any = field(default=None, repr=False)
+    credentials: CachedCredentials | None = field(default=None, repr=False)
+    """The bearer token's cache, or None when the user authenticates otherwise."""
 
 
 def _read_kubeconfig(path: Path) -> Mapping[str, Any]:
@@ -117,26 +136,57 @@ def _choose_context(
     return context
 
 
-def _install_exec_refresh(loader: Any, configuration: Any) -> None:
-    """Re-run an exec credential plugin when its token expires.
+def _bearer(loader: Any) -> str | None:
+    """The token kubernetes_asyncio loaded, without its ``Bearer`` prefix (None for Basic auth)."""
+    loaded = getattr(loader, "token", None)
+    if isinstance(loaded, str) and loaded.startswith("Bearer "):
+        return loaded[len("Bearer "):].strip() or None
+    return None
 
-    kubernetes_asyncio runs the plugin once at load; its own refresh is a separate polling task.
-    Hooking the refresh into ``auth_settings`` (called before every request) keeps tokens fresh
-    without another task. Only plugins that report an expiry are re-run.
+
+def _resolve_exec_command(loader: Any) -> None:
+    """Make a relative exec ``command`` with a path separator relative to its kubeconfig's folder.
+
+    client-go resolves such a command (``./bin/get-token``) against the directory of the
+    kubeconfig that defines the user, and leaves bare names (``aws``) to ``PATH``;
+    kubernetes_asyncio would run it relative to the working directory.
     """
     user = getattr(loader, "_user", None)
-    if user is None or "exec" not in user:
+    if user is None or "exec" not in user or not user.path:
         return
+    config = user["exec"].value
+    command = config.get("command") if isinstance(config, dict) else None
+    if isinstance(command, str) and os.sep in command and not os.path.isabs(command):
+        config["command"] = os.path.normpath(os.path.join(os.path.dirname(user.path), command))
 
-    async def refresh(config: Any) -> None:
-        if getattr(loader, "exec_plugin_expiry", None) is None:
-            return
-        await loader.load_from_exec_plugin()
-        token = getattr(loader, "token", None)
-        if token:
-            config.api_key["BearerToken"] = token
 
-    configuration.refresh_api_key_hook = refresh
+def _kubeconfig_credentials(loader: Any) -> CachedCredentials | None:
+    """The credential cache for the context's user, seeded with what the load obtained."""
+    user = getattr(loader, "_user", None)
+    if user is None or loader.provider == "gcp":
+        return None
+    now = time.time()
+    first = _bearer(loader)
+    if loader.provider == "oidc":
+        if first is None:
+            return None
+        return CachedCredentials(OidcTokenSource(loader), initial=Token(first, now, jwt_expiry(first)))
+    if "exec" in user:
+        if first is None:
+            return None  # the plugin printed a client certificate: TLS, not a bearer token
+        expiry = getattr(loader, "exec_plugin_expiry", None)
+        initial = Token(first, now, None if expiry is None else expiry.timestamp())
+        return CachedCredentials(ExecTokenSource(user["exec"].value), initial=initial)
+    token_file = user.safe_get("tokenFile")
+    static = user.safe_get("token")
+    static = str(static) if static else None
+    if token_file:
+        base = os.path.dirname(user.path) if user.path else ""
+        path = os.path.normpath(os.path.join(base, str(token_file)))
+        return CachedCredentials(FileTokenSource(path, fallback=static))
+    if static:
+        return CachedCredentials(StaticTokenSource(static), initial=Token(static, now))
+    return None
 
 
 async def _load_kubeconfig(files: tuple[str, ...], context: str | None) -> LoadedConfig:
@@ -148,6 +198,7 @@ async def _load_kubeconfig(files: tuple[str, ...], context: str | None) -> Loade
         loader = KubeConfigLoader(
             config_dict=merged.config, config_base_path=None, active_context=chosen
         )
+        _resolve_exec_command(loader)
         await loader.load_and_set(configuration)
     except ConfigException as exc:
         raise ConfigError(f"kubeconfig {', '.join(files)}: {one_line(exc)}") from None
@@ -156,7 +207,12 @@ async def _load_kubeconfig(files: tuple[str, ...], context: str | None) -> Loade
         raise ConfigError(
             f"kubeconfig {', '.join(files)} (context {chosen!r}): {one_line(exc)}"
         ) from None
-    _install_exec_refresh(loader, configuration)
+    credentials = _kubeconfig_credentials(loader)
+    if credentials is not None and not credentials.has_token:
+        try:
+            await credentials.token()  # a tokenFile that cannot be read fails the load, not a request
+        except KubeError as exc:
+            raise ConfigError(f"kubeconfig {', '.join(files)} (context {chosen!r}): {exc}") from None
     return LoadedConfig(
         configuration=configuration,
         source="kubeconfig",
@@ -164,6 +220,7 @@ async def _load_kubeconfig(files: tuple[str, ...], context: str | None) -> Loade
         files=files,
         context=chosen,
         loader=loader,
+        credentials=credentials,
     )
 
 
@@ -178,11 +235,20 @@ def _load_in_cluster(environ: Mapping[str, str], token_path: str, ca_path: str) 
         raise ConfigError(f"in-cluster config: {one_line(exc)} ({token_path})") from None
     except OSError as exc:
         raise ConfigError(f"in-cluster config: {one_line(exc)}") from None
+    # kubernetes_asyncio keeps the file's trailing newline in the token; client-go trims it.
+    first = str(configuration.api_key.get("BearerToken", "")).removeprefix("Bearer ").strip()
+    now = time.time()
+    if not first:
+        raise ConfigError(f"in-cluster config: the token file {token_path} holds only whitespace")
+    credentials = CachedCredentials(
+        FileTokenSource(token_path), initial=Token(first, now, now + FILE_TOKEN_PERIOD)
+    )
     return LoadedConfig(
         configuration=configuration,
         source="in-cluster",
         host=str(configuration.host),
         loader=loader,
+        credentials=credentials,
     )
 
 

@@ -19,7 +19,8 @@ _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.
 
 
 class ClientMetrics:
-    """``rest_client_requests_total{verb,resource,code}`` and the latency histogram.
+    """``rest_client_requests_total{verb,resource,code}``, the latency histogram, the rate
+    limiter's waits and ``rest_client_exec_plugin_call_total``.
 
     Each attempt counts, retries included, so the counter matches what the server saw.
     The histogram measures until the body was read (until the headers for watches).
@@ -46,6 +47,18 @@ class ClientMetrics:
             buckets=(0.0, 0.001, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0),
             registry=registry,
         )
+
+        self.exec_plugin_calls = Counter(
+            "rest_client_exec_plugin_call_total",
+            "Runs of the exec credential plugin, by call_status (no_error, plugin_execution_error, "
+            "plugin_not_found_error, client_internal_error) and exit code (0 only on success).",
+            ("code", "call_status"),
+            registry=registry,
+        )
+
+    def exec_plugin_call(self, code: int, call_status: str) -> None:
+        """Record one run of an exec credential plugin (client-go's labels)."""
+        self.exec_plugin_calls.labels(code=str(code), call_status=call_status).inc()
 
     def observe(self, *, verb: str, resource: str, code: str, seconds: float) -> None:
         """Record one attempt."""

@@ -1,10 +1,12 @@
 """One logical API request: pacing, authentication, retries, metrics and error mapping.
 
 The transport sends requests through the aiohttp session that kubernetes_asyncio's REST client
-owns (TLS, client certificates and proxy come from the loaded configuration) and asks the
-configuration for the ``Authorization`` header before every attempt, so exec-plugin and
-service-account tokens are refreshed by kubernetes_asyncio itself. Bodies are sent and read as
-raw bytes and decoded with orjson: no generated models, and no ``ApiClient.last_response``
+owns (TLS and client certificates come from the loaded configuration). The bearer token of each
+attempt comes from :class:`~dsctl.kube.credentials.CachedCredentials`, which refreshes it early
+and single-flight; without one, the configuration's ``Authorization`` (Basic auth, a gcp token)
+is sent as loaded. The proxy is the kubeconfig's ``proxy-url`` or else the environment's, decided
+once by :func:`~dsctl.kube.proxy.decide_proxy` as Go's ``net/http`` does. Bodies are sent and read
+as raw bytes and decoded with orjson: no generated models, and no ``ApiClient.last_response``
 keeping the previous body alive.
 
 Retry policy (each attempt is counted in metrics and logged with its attempt number):
@@ -15,6 +17,9 @@ Retry policy (each attempt is counted in metrics and logged with its attempt num
   get, list, watch, update (a duplicate PUT is either the same write again or a 409), delete
   (a duplicate may answer 404) and merge/strategic patches. Creates and JSON patches are not.
 - A failure to *connect* is retried for every verb: nothing was sent.
+- **401** is retried once, for every verb, when the credentials yield a different token after
+  being told the sent one was rejected (the server authenticates before doing anything, so the
+  request was not carried out). A second 401 is raised.
 - Waits are jittered and capped (:class:`~dsctl.kube.ratelimit.Backoff`); after
   ``max_attempts`` the last error is raised.
 """
@@ -27,8 +32,6 @@ import email.utils
 import gc
 import os
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,8 +40,10 @@ import aiohttp
 import orjson
 import structlog
 
+from dsctl.kube.credentials import CachedCredentials, ExecTokenSource
 from dsctl.kube.errors import ApiError, ConnectionFailed, from_status, one_line
 from dsctl.kube.metrics import CONNECTION_ERROR_CODE, ClientMetrics
+from dsctl.kube.proxy import decide_proxy
 from dsctl.kube.ratelimit import Backoff, TokenBucket
 
 __all__ = ["RetryPolicy", "Transport", "decode_json", "gc_paused"]
@@ -101,19 +106,13 @@ def decode_json(data: bytes) -> Any:
         return orjson.loads(data)
 
 
-def _proxy_from_environment(host: str) -> str | None:
-    """The proxy ``HTTPS_PROXY``/``HTTP_PROXY`` name for ``host``, unless ``NO_PROXY`` exempts it."""
-    parsed = urllib.parse.urlsplit(host)
-    if not parsed.hostname or urllib.request.proxy_bypass(parsed.hostname):
-        return None
-    return urllib.request.getproxies().get(parsed.scheme or "https")
-
-
 class Transport:
     """Sends requests for :class:`~dsctl.kube.client.KubeClient`; one per client.
 
     ``api_client`` is a kubernetes_asyncio ``ApiClient``; the transport uses its configuration
-    (host, auth) and its REST client's session, and closes it in :meth:`close`.
+    (host, auth) and its REST client's session, and closes it in :meth:`close`. ``credentials``
+    supplies the bearer token (see :mod:`dsctl.kube.credentials`); ``environ`` is where the
+    proxy variables are read (the process environment when None).
     """
 
     def __init__(
@@ -126,15 +125,25 @@ class Transport:
         user_agent: str,
         request_timeout: float = 60.0,
         connect_timeout: float = 10.0,
+        credentials: CachedCredentials | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         self._api = api_client
+        self._credentials = credentials
+        if credentials is not None and isinstance(credentials.source, ExecTokenSource):
+            credentials.source.on_call = metrics.exec_plugin_call
         self._config = api_client.configuration
         self._rest = api_client.rest_client
         # kubernetes_asyncio builds its session with trust_env=True, which makes aiohttp re-read
         # the proxy variables and ~/.netrc in a thread on *every* request: a third of the
         # controller's CPU at high QPS. Resolve the environment's proxy once, as client-go does.
         self._rest.pool_manager._trust_env = False
-        self._env_proxy = _proxy_from_environment(self._config.host)
+        decision = decide_proxy(str(self._config.host), environ=os.environ if environ is None else environ)
+        self._env_proxy = decision.proxy
+        if self._rest.proxy or decision.reason != "no proxy configured":
+            # The reason only: a proxy URL may carry a password.
+            log.info("kube.proxy", via="kubeconfig proxy-url" if self._rest.proxy else
+                     ("environment proxy" if decision.proxy else "direct"), reason=decision.reason)
         self._limiter = limiter
         self._metrics = metrics
         self.retry = retry
@@ -149,12 +158,17 @@ class Transport:
 
     async def close(self) -> None:
         """Close the HTTP session (and kubernetes_asyncio's client around it)."""
+        if self._credentials is not None:
+            await self._credentials.close()
         await self._api.close()
 
-    async def _headers(self, content_type: str | None) -> dict[str, str]:
+    async def _headers(self, content_type: str | None, token: str | None) -> dict[str, str]:
         headers = {"Accept": "application/json", "User-Agent": self.user_agent}
         if content_type is not None:
             headers["Content-Type"] = content_type
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+            return headers
         auth = await self._config.auth_settings()
         bearer = auth.get("BearerToken") if isinstance(auth, Mapping) else None
         if bearer and bearer.get("value"):
@@ -172,6 +186,7 @@ class Transport:
         body: bytes | None,
         content_type: str | None,
         client_timeout: aiohttp.ClientTimeout,
+        token: str | None,
     ) -> aiohttp.ClientResponse:
         extra: dict[str, Any] = {}
         if self._rest.proxy or self._env_proxy:
@@ -186,7 +201,7 @@ class Transport:
             self.host + path,
             params=list(query),
             data=body,
-            headers=await self._headers(content_type),
+            headers=await self._headers(content_type, token),
             timeout=client_timeout,
             **extra,
         )
@@ -277,14 +292,20 @@ class Transport:
         )
         backoff = Backoff(base=self.retry.backoff_base, cap=self.retry.backoff_cap)
         attempt = 0
+        retry_token: str | None = None
+        reauthenticated = False
         while True:
             attempt += 1
             await self._pace(verb)
+            token = retry_token
+            if token is None and self._credentials is not None:
+                token = await self._credentials.token()
+            retry_token = None
             started = time.perf_counter()
             try:
                 response = await self._send(
                     method, path, query=query, body=body, content_type=content_type,
-                    client_timeout=client_timeout,
+                    client_timeout=client_timeout, token=token,
                 )
                 status = response.status
                 data = b""
@@ -314,11 +335,24 @@ class Transport:
             error = from_status(
                 status, data, retry_after=parse_retry_after(response.headers.get("Retry-After"))
             )
+            if status == 401 and token is not None and not reauthenticated:
+                retry_token = await self._reauthenticate(verb, resource, attempt, token)
+                if retry_token is not None:
+                    reauthenticated = True
+                    continue
             delay = self._retry_delay(error, idempotent=idempotent, backoff=backoff)
             if delay is not None and attempt < self.retry.max_attempts:
                 await self._wait(verb, resource, attempt, error, delay)
                 continue
             raise error
+
+    async def _reauthenticate(self, verb: str, resource: str, attempt: int, rejected: str) -> str | None:
+        """A new token after ``rejected`` got a 401, or None when there is none to retry with."""
+        assert self._credentials is not None
+        fresh = await self._credentials.rejected(rejected)
+        log.info("kube.request.reauthenticate", verb=verb, resource=resource, attempt=attempt,
+                 credentials=self._credentials.kind, retrying=fresh is not None)
+        return fresh
 
     def _retry_delay(self, error: ApiError, *, idempotent: bool, backoff: Backoff) -> float | None:
         """Seconds to wait before retrying ``error``, or None when it must not be retried."""

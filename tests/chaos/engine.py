@@ -39,6 +39,7 @@ from tests.chaos.ledger import DeletionLedger
 from tests.chaos.recount import settle_problems
 from tests.chaos.replicas import Replicas
 from tests.chaos.scenario import Scenario, Step
+from tests.chaos.tokens import TokenRotator
 from tests.poll import eventually
 from tests.simproc import SimProcess
 
@@ -83,8 +84,9 @@ class _Run:
     """The state of one run: clients, replicas, checker, and the image version of each DaemonSet."""
 
     def __init__(self, scenario: Scenario, *, sim: SimProcess, client: KubeClient, replicas: Replicas,
-                 checker: ChaosChecker, result: ScenarioResult) -> None:
+                 checker: ChaosChecker, result: ScenarioResult, tokens: TokenRotator) -> None:
         self.scenario = scenario
+        self.tokens = tokens
         self.sim = sim
         self.client = client
         self.replicas = replicas
@@ -165,6 +167,10 @@ class _Run:
             await eventually(lambda: _restarted(self.sim, before + 1), timeout=seconds + 30, interval=0.1,
                              message="the apiserver back after its restart")
         self.note("end apiserver_restart")
+
+    async def _do_token_rotation(self, step: Step) -> None:
+        await self.tokens.rotate(self.sim, grace=float(step.params["grace"]))
+        self.note(f"token rotated (#{self.tokens.rotations}), old token revoked after {step.params['grace']}s")
 
     # -- the controller process -----------------------------------------------------------
 
@@ -308,16 +314,20 @@ async def run_scenario(scenario: Scenario, *, bound: float | None = None,
     args = ["--pod-startup-seconds", str(scenario.pod_startup), "--seed", str(scenario.seed),
             "--bookmark-seconds", "1"]
     names = [d.name for d in scenario.daemonsets]
-    async with SimProcess(nodes=scenario.nodes, args=args) as sim:
-        client = await KubeClient.from_config(kubeconfig=sim.kubeconfig, qps=1000, burst=2000)
+    # Every scenario authenticates with a token file, so a rotation can happen in any of them.
+    tokens = TokenRotator()
+    async with SimProcess(nodes=scenario.nodes, args=[*args, *tokens.server_args()]) as sim:
+        kubeconfig = tokens.kubeconfig(sim.kubeconfig)
+        client = await KubeClient.from_config(kubeconfig=kubeconfig, qps=1000, burst=2000)
         try:
             # Nodes are labelled and tainted before any controller starts: a controller whose node
             # cache lagged behind the infra taint would rightly keep a pod it placed there
             # (NoSchedule does not evict), which is not the settled state this suite asks for.
             await _setup(scenario, client)
-            async with Replicas(sim.kubeconfig, count=scenario.replicas) as replicas, \
+            async with Replicas(kubeconfig, count=scenario.replicas) as replicas, \
                     ChaosChecker(client) as checker:
-                run = _Run(scenario, sim=sim, client=client, replicas=replicas, checker=checker, result=result)
+                run = _Run(scenario, sim=sim, client=client, replicas=replicas, checker=checker, result=result,
+                           tokens=tokens)
                 await eventually(lambda: _settled(client, names), timeout=SETUP_BOUND, interval=0.2,
                                  message="initial rollout settled")
                 for name in names:
@@ -352,6 +362,7 @@ async def run_scenario(scenario: Scenario, *, bound: float | None = None,
                     result.log_file = _keep_logs(scenario, replicas, result)
         finally:
             await client.close()
+            tokens.close()
     result.duration_seconds = round(time.monotonic() - began, 2)
     return result
 

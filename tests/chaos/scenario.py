@@ -30,19 +30,19 @@ __all__ = [
 _FIRST_THEMES = (
     "watch-drop", "server-errors", "throttle", "conflicts", "latency", "compaction", "kill", "failover",
     "node-join", "node-delete", "taint-flap", "label-flap", "notready-flap", "template-churn", "rollback",
-    "strategy-switch", "recreate", "mixed",
+    "strategy-switch", "recreate", "token-rotation", "mixed",
 )
 THEMES = (*_FIRST_THEMES, "apiserver-restart")
 """Every theme; ``mixed`` draws several faults of any kind."""
 
 CI_THEMES = (*_FIRST_THEMES, "kill", "mixed", "apiserver-restart")
-"""The CI-sized run: every theme once, plus a second kill and a second mix (21 scenarios). Themes
+"""The CI-sized run: every theme once, plus a second kill and a second mix (22 scenarios). Themes
 added later go last, so the earlier scenarios keep their index and seed."""
 
 FAULT_KINDS = (
     "drop_watches", "watch_drop_interval", "errors_500", "errors_429", "conflicts_409", "latency", "compaction",
     "kill", "failover", "node_join", "node_delete", "taint_flap", "label_flap", "notready_flap",
-    "template_change", "rollback", "strategy_switch", "recreate", "apiserver_restart",
+    "template_change", "rollback", "strategy_switch", "recreate", "token_rotation", "apiserver_restart",
 )
 """Step kinds that count as injected faults (``rollout`` steps start the rollouts, not counted)."""
 
@@ -64,6 +64,7 @@ _THEME_KINDS: dict[str, tuple[str, ...]] = {
     "rollback": ("rollback",),
     "strategy-switch": ("strategy_switch",),
     "recreate": ("recreate",),
+    "token-rotation": ("token_rotation",),
     "apiserver-restart": ("apiserver_restart",),
 }
 # Extras mixed into any scenario: everything but failover, which needs two replicas from the start.
@@ -284,6 +285,9 @@ class _Builder:
             if ds not in self.recreated:
                 self.recreated.add(ds)
                 steps.append(Step(self.at(0.1, 0.6), kind, target=ds, params={"pause": rng.choice([0.0, 0.3])}))
+        elif kind == "token_rotation":
+            for _ in range(rng.randint(1, 2)):
+                steps.append(Step(self.at(), kind, params={"grace": rng.choice([0.0, 0.0, 0.5])}))
         else:  # pragma: no cover - guarded by FAULT_KINDS
             raise ValueError(kind)
 

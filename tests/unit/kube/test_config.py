@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -142,3 +143,75 @@ async def test_in_cluster_without_token_file(tmp_path: Path) -> None:
     env = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}
     with pytest.raises(ConfigError, match=r"in-cluster config: .*token"):
         await load_config(environ=env, home=tmp_path, token_path=str(tmp_path / "t"))
+
+
+async def test_in_cluster_blank_token_file(tmp_path: Path) -> None:
+    """A service-account token file holding only a newline is a one-line error, not 'Bearer '."""
+    token = tmp_path / "token"
+    token.write_text("\n")
+    ca = tmp_path / "ca.crt"
+    ca.write_text("not-really-a-cert")
+    env = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}
+    with pytest.raises(ConfigError, match="only whitespace"):
+        await load_config(environ=env, home=tmp_path, token_path=str(token), ca_path=str(ca))
+
+
+async def test_in_cluster_token_trimmed_and_reread_after_401(tmp_path: Path) -> None:
+    """The service-account token is sent trimmed, and a rewritten one is read after a 401."""
+    token = tmp_path / "token"
+    token.write_text("sa-token-1\n")
+    ca = tmp_path / "ca.crt"
+    ca.write_text("not-really-a-cert")
+    env = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "6443"}
+    loaded = await load_config(environ=env, home=tmp_path, token_path=str(token), ca_path=str(ca))
+    assert loaded.credentials is not None
+    assert await loaded.credentials.token() == "sa-token-1"
+    token.write_text("sa-token-2\n")
+    assert await loaded.credentials.rejected("sa-token-1") == "sa-token-2"
+
+
+@pytest.mark.parametrize(("user", "kind"), [
+    pytest.param({"token": "t"}, "token", id="token"),
+    pytest.param({"tokenFile": "tok"}, "tokenFile", id="token-file"),
+    pytest.param({"token": "t", "tokenFile": "tok"}, "tokenFile", id="token-file-preferred"),
+    pytest.param({"username": "u", "password": "p"}, None, id="basic-auth"),
+])
+async def test_kubeconfig_credentials_kind(tmp_path: Path, user: dict[str, str], kind: str | None) -> None:
+    """Each kubeconfig user gets the credential source client-go would use (tokenFile before token)."""
+    (tmp_path / "tok").write_text("from-file")
+    path = tmp_path / "config"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "k", "cluster": {"server": "http://127.0.0.1:1"}}],
+        "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+    }))
+    loaded = await load_config(kubeconfig=path)
+    assert (loaded.credentials.kind if loaded.credentials else None) == kind
+    if kind == "tokenFile":
+        assert loaded.credentials is not None
+        assert await loaded.credentials.token() == "from-file"
+
+
+async def test_relative_exec_command_resolved_against_kubeconfig(tmp_path: Path) -> None:
+    """An exec command like ./bin/plugin runs from the kubeconfig's folder, as client-go runs it."""
+    (tmp_path / "bin").mkdir()
+    plugin = tmp_path / "bin" / "plugin"
+    plugin.write_text(
+        f"#!{sys.executable}\n"
+        "print('{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+        "\"status\":{\"token\":\"relative\"}}')\n"
+    )
+    plugin.chmod(0o755)
+    path = tmp_path / "config"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "k", "cluster": {"server": "http://127.0.0.1:1"}}],
+        "users": [{"name": "u", "user": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1", "command": "./bin/plugin"}}}],
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+    }))
+    loaded = await load_config(kubeconfig=path)
+    assert loaded.credentials is not None
+    assert await loaded.credentials.token() == "relative"
+    assert await loaded.credentials.rejected("relative") is None  # the plugin ran again: same token
