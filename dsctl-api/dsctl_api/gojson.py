@@ -38,7 +38,7 @@ _HTML_ESCAPES = (
 )
 _NEEDS_ESCAPE = re.compile("[<>&\u2028\u2029]")
 # A JSON string (escapes included) or a run of insignificant whitespace.
-_STRING_OR_SPACE = re.compile(rb'"(?:[^"\\]|\\.)*"|[ \t\r\n]+', re.DOTALL)
+_STRING_OR_SPACE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[ \t\r\n]+', re.DOTALL)
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 
 

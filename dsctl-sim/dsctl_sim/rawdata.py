@@ -43,8 +43,9 @@ __all__ = [
 
 REVISIONS_KEY = "apps/controllerrevisions"
 
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _SCALAR = re.compile(rb"[^,}\]\s]+")
+_STRING_OR_BRACKET = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]]', re.DOTALL)
 
 
 class RawData(dict[str, Any]):
@@ -91,18 +92,15 @@ def _skip_value(body: bytes, pos: int) -> int:
             raise ValueError("expected a value")
         return match.end()
     depth = 0
-    while pos < len(body):
-        char = body[pos:pos + 1]
-        if char == b'"':
-            pos = _skip_value(body, pos)
-            continue
+    # Jump from bracket to bracket, stepping over whole strings (which may hold brackets).
+    for token in _STRING_OR_BRACKET.finditer(body, pos):
+        char = token.group()[:1]
         if char in (b"{", b"["):
             depth += 1
         elif char in (b"}", b"]"):
             depth -= 1
             if depth == 0:
-                return pos + 1
-        pos += 1
+                return token.end()
     raise ValueError("unterminated value")
 
 

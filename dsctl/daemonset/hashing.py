@@ -6,14 +6,25 @@ A DaemonSet's current revision is ``<ds>-<hash>`` and every pod it creates carri
 what makes ``kubectl rollout undo`` reuse the old revision instead of minting a new one), and so
 that bumping ``collisionCount`` moves a clashing template to a fresh name.
 
-Upstream computes FNV-32a over a ``go-spew`` dump of the typed ``PodTemplateSpec``. That dump
-depends on Go type names and field order, which a dict-based controller cannot reproduce byte
-for byte. We hash canonical JSON instead (sorted keys, no whitespace, UTF-8). The consequence:
-our hashes are stable across our own releases and processes, but differ from the ones
-kube-controller-manager would compute for the same template. Taking over a DaemonSet from the
-built-in controller still restarts nothing: revisions are matched by their data, not by their
-name, so the revision kube created (and the hash its pods carry) stays current. Only templates
-first seen by dsctl get dsctl-computed hashes.
+Upstream computes FNV-32a over a ``go-spew`` dump (``%#v``, sorted map keys, no methods) of the
+typed ``PodTemplateSpec``. That dump prints every field of every Go struct reachable from the
+template, zero values included, with Go type names, pointer markers and the unexported internals
+of ``resource.Quantity``; it changes whenever a Kubernetes release adds a field to PodSpec, and
+no JSON object carries the information to rebuild it (a field absent from JSON may be a nil
+pointer or an empty struct). Reproducing it would mean embedding the Go type tree of one
+Kubernetes version, and would still be wrong against the next. We hash canonical JSON instead
+(sorted keys, no whitespace, UTF-8): stable across our own releases and processes, but
+different from the names kube-controller-manager gives the same template.
+
+Takeover does not depend on the names. Revisions are matched by their data, as upstream's
+history matches them (``history.revision_data_equal``), so the revision kube-controller-manager
+created stays current and its hash stays on the pods: switching an apps/v1 DaemonSet to dsctl
+restarts nothing and rewrites no revision (``tests/integration/test_takeover_from_kcm.py``).
+For the way back, dsctl writes a new revision's data in the bytes upstream's ``getPatch``
+writes (``history.wire_body``), so kube-controller-manager's byte comparison can recognise it
+too, as long as the server serves the template as the Go types marshal it (kube-apiserver
+does); that direction is reasoned from upstream's code, not tested here. Only templates first
+seen by dsctl get dsctl-computed names.
 
 Everything else follows upstream: the collision count, when set, is appended as an 8-byte
 little-endian buffer (``None`` hashes differently from ``0``), and the 32-bit sum's decimal

@@ -70,6 +70,9 @@ def ds_body(spec: DaemonSetSpec, *, version: int) -> dict[str, Any]:
     body = daemonset(spec.name, image=image_of(version), node_selector=spec.node_selector, tolerations=tolerations,
                      strategy=spec.strategy, min_ready_seconds=spec.min_ready_seconds)
     body["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = spec.grace_seconds
+    # Shell operators as real templates hold them: every revision update (a rollback renumbers
+    # one) must then send data bytes the simulator compares as kube-apiserver does.
+    body["spec"]["template"]["spec"]["containers"][0]["command"] = ["sh", "-c", "test -d / && exec agent > /dev/null"]
     return body
 
 

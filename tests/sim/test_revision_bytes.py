@@ -63,18 +63,24 @@ async def test_update_compares_data_bytes(api: Api, encode: Any, accepted: bool)
         assert "field is immutable" in out["details"]["causes"][0]["message"]
 
 
+UNSORTED_GO_DATA = gojson.encode({"spec": {"template": {"spec": {"containers": []}, "$patch": "replace"}}})
+
+
 @pytest.mark.parametrize(
-    ("stored", "accepted"),
+    ("stored", "patch_type", "accepted"),
     [
-        pytest.param(GO_DATA, True, id="go-encoded-survives-reencoding"),
-        pytest.param(orjson.dumps(orjson.loads(GO_DATA)), False, id="unescaped-is-escaped-by-the-server"),
+        pytest.param(GO_DATA, "merge-patch", True, id="merge-go-encoded-survives-reencoding"),
+        pytest.param(orjson.dumps(orjson.loads(GO_DATA)), "merge-patch", False, id="merge-unescaped-gets-escaped"),
+        pytest.param(UNSORTED_GO_DATA, "merge-patch", True, id="merge-keeps-key-order"),
+        pytest.param(GO_DATA, "strategic-merge-patch", True, id="strategic-sorted-survives"),
+        pytest.param(UNSORTED_GO_DATA, "strategic-merge-patch", False, id="strategic-sorts-keys"),
     ],
 )
-async def test_merge_patch_reencodes_stored_bytes(api: Api, stored: bytes, accepted: bool) -> None:
-    """A metadata merge patch re-encodes the stored data as Go does, which changes unescaped bytes (422)."""
+async def test_patch_reencodes_stored_bytes(api: Api, stored: bytes, patch_type: str, accepted: bool) -> None:
+    """A metadata patch re-encodes the stored data as the server does; bytes that change are a change of data."""
     await _create(api, stored)
     status, out = await api.call("PATCH", f"{REVS}/agent-abc", {"metadata": {"labels": {"x": "y"}}},
-                                 headers={"Content-Type": "application/merge-patch+json"})
+                                 headers={"Content-Type": f"application/{patch_type}+json"})
     assert status == (200 if accepted else 422), out
 
 
