@@ -109,6 +109,17 @@ def test_transition_rules_see_the_stored_value() -> None:
         'Invalid value: "object": size may not shrink']
 
 
+def test_root_rules_see_the_name() -> None:
+    """A rule at the root reads metadata.name, as apiextensions exposes it; other metadata stays hidden."""
+    validator = CustomSchema({"type": "object", "properties": {"metadata": {"type": "object"}},
+                              "x-kubernetes-validations": [
+                                  {"rule": "self.metadata.name.startsWith('w-')", "message": "name must start with w-"},
+                                  {"rule": "!has(self.metadata.labels)", "message": "labels are hidden"}]})
+    assert validator.validate({"metadata": {"name": "w-1", "labels": {"a": "b"}}}, None) == []
+    assert [c["message"] for c in validator.validate({"metadata": {"name": "x"}}, None)] == [
+        'Invalid value: "object": name must start with w-']
+
+
 def test_message_expression_wins_over_message() -> None:
     """messageExpression's single-line result is the message; a failing one falls back to message."""
     rules = [{"rule": "self.size < 5", "message": "static", "messageExpression": "'size ' + string(self.size)"},
