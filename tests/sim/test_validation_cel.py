@@ -109,6 +109,18 @@ def test_transition_rules_see_the_stored_value() -> None:
         'Invalid value: "object": size may not shrink']
 
 
+def test_optional_old_self_runs_on_create_too() -> None:
+    """With optionalOldSelf, a transition rule also runs on create, with oldSelf empty."""
+    rule = "!oldSelf.hasValue() ? self.size == 1 : self.size >= oldSelf.value().size"
+    validator = CustomSchema(schema({"type": "object", "properties": {"size": {"type": "integer"}},
+                                     "x-kubernetes-validations": [
+                                         {"rule": rule, "optionalOldSelf": True, "message": "never shrink"}]}))
+    assert validator.validate({"spec": {"size": 1}}, None) == []
+    assert len(validator.validate({"spec": {"size": 2}}, None)) == 1
+    assert validator.validate({"spec": {"size": 3}}, {"spec": {"size": 2}}) == []
+    assert len(validator.validate({"spec": {"size": 1}}, {"spec": {"size": 2}})) == 1
+
+
 def test_root_rules_see_the_name() -> None:
     """A rule at the root reads metadata.name, as apiextensions exposes it; other metadata stays hidden."""
     validator = CustomSchema({"type": "object", "properties": {"metadata": {"type": "object"}},
