@@ -97,6 +97,17 @@ def test_unchanged_values_are_ratcheted_on_update() -> None:
     assert [c["field"] for c in validator.validate(stored, None)] == ["spec.size"]
 
 
+def test_items_of_an_unchanged_list_are_ratcheted_with_it() -> None:
+    """Rule errors in an atomic list's items are dropped while the list is unchanged, and reported once it changes."""
+    validator = CustomSchema(schema({"type": "object", "properties": {"items": {"type": "array", "items": {
+        "type": "object", "properties": {"n": {"type": "integer"}},
+        "x-kubernetes-validations": [{"rule": "self.n < 5", "message": "n too big"}]}}}}))
+    stored = {"spec": {"items": [{"n": 9}]}, "status": {}}
+    assert validator.validate({**stored, "status": {"x": 1}}, stored) == []
+    changed = {"spec": {"items": [{"n": 9}, {"n": 1}]}, "status": {}}
+    assert [c["field"] for c in validator.validate(changed, stored)] == ["spec.items[0]"]
+
+
 def test_transition_rules_see_the_stored_value() -> None:
     """A rule reading oldSelf runs on update only, against the stored value."""
     validator = CustomSchema(schema({"type": "object", "properties": {"size": {"type": "integer"}},

@@ -146,8 +146,9 @@ def _walk(causes: Causes, node: _Node, value: Any, old: Any, *, path: str, paren
     before = len(causes)
     if rules:
         if node.rules:
+            # An item of an unchanged list that cannot be correlated ratchets with its list.
             evaluate_rules(causes, node.rules, path=path, type_name=node.type, value=value, old=old,
-                           ratchet=old is not None and ratchet())
+                           ratchet=ratchet())
     elif not _check_value(causes, node, value, path):
         if ratchet():
             del causes[before:]
