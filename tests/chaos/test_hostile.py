@@ -1,5 +1,10 @@
 """Hostile DaemonSets end to end, in CRD mode, where the API's looser schema lets them in.
 
+The CRD installed is the one from before it carried ``x-kubernetes-validations`` (an older
+install, or a cluster too old for CEL rules): today's CRD refuses the selector and container
+cases at the API (``tests/manifests/test_crd_validation_on_sim.py``), and the controller must
+still hold its ground where it does not.
+
 One simulated cluster and one controller (``--resource dsctl.io/v1``) serve the whole module.
 The hostile objects go in first, then a healthy DaemonSet beside them. Each hostile object must
 get a Warning ``InvalidSpec`` event and an ``Invalid`` status condition naming the field, and no
@@ -18,6 +23,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+import yaml
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.errors import ApiError
@@ -86,11 +92,23 @@ class CrdCluster:
     controller: ControllerProcess
 
 
+def _without_rules(node: Any) -> Any:
+    """A schema with every ``x-kubernetes-validations`` removed."""
+    if isinstance(node, dict):
+        return {k: _without_rules(v) for k, v in node.items() if k != "x-kubernetes-validations"}
+    if isinstance(node, list):
+        return [_without_rules(v) for v in node]
+    return node
+
+
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def crd() -> AsyncIterator[CrdCluster]:
+async def crd(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[CrdCluster]:
     """Sim with the CRD, hostile and big DaemonSets created before the controller starts, then a healthy one."""
+    loose = tmp_path_factory.mktemp("crd") / "daemonsets.dsctl.io.yaml"
+    loose.write_text(yaml.safe_dump(_without_rules(yaml.safe_load(CRD_FILE.read_text(encoding="utf-8")))),
+                     encoding="utf-8")
     async with SimProcess(nodes=NODES, args=["--pod-startup-seconds", "0.1"]) as sim:
-        await sim.kubectl("apply", "-f", str(CRD_FILE))
+        await sim.kubectl("apply", "-f", str(loose))
         client = await KubeClient.from_config(kubeconfig=sim.kubeconfig, qps=500, burst=1000)
         try:
             await eventually(lambda: _served(client), timeout=20, message="CRD served")
