@@ -19,10 +19,14 @@ from dsctl import __version__
 __all__ = ["build_parser", "main"]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser, subcommands included."""
+def build_parser(*, sim_commands: bool = True) -> argparse.ArgumentParser:
+    """The argument parser; ``sim_commands=False`` leaves out the simulator's subcommands.
+
+    The simulator is half the package; ``dsctl run`` (and the controller image, which does
+    not ship it) must start without importing it, so ``main`` asks for its subcommands only
+    when the command is ``sim``.
+    """
     from dsctl.app import config
-    from dsctl.sim import cli as sim_cli
 
     parser = argparse.ArgumentParser(
         prog="dsctl",
@@ -48,15 +52,29 @@ def build_parser() -> argparse.ArgumentParser:
     from dsctl.app import demo
 
     demo.add_arguments(sim)
-    sim_commands = sim.add_subparsers(dest="sim_command", metavar="SUBCOMMAND")
-    sim_cli.register(sim_commands)
+    if sim_commands:
+        from dsctl.sim import cli as sim_cli
+
+        sim_cli.register(sim.add_subparsers(dest="sim_command", metavar="SUBCOMMAND"))
     return parser
+
+
+def _command(argv: Sequence[str]) -> str | None:
+    """The subcommand named in ``argv``: the first word that is not an option."""
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dsctl`` console script; returns the exit code."""
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    wants_sim = _command(argv) == "sim"
+    try:
+        parser = build_parser(sim_commands=wants_sim)
+    except ModuleNotFoundError as exc:
+        if not wants_sim or not (exc.name or "").startswith(("dsctl.sim", "jsonpatch")):
+            raise
+        print(f"dsctl sim: the simulated cluster is not installed here ({exc.name} is missing)", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
