@@ -1,5 +1,3 @@
-# syntax=docker/dockerfile:1
-#
 # dsctl controller image: `docker build -t dsctl:0.1.0 .`
 #
 # Two stages. The builder turns the source into a wheel and installs it, with its
@@ -27,12 +25,25 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_ROOT_USER_ACTION=ignore
 WORKDIR /src
 COPY pyproject.toml README.md ./
+# .dockerignore keeps dsctl/sim out of the context: the image carries the controller only.
 COPY dsctl ./dsctl
-# --only-binary: every dependency has wheels for this platform; a dependency that would
-# need a compiler fails the build here instead of silently pulling in a toolchain.
-RUN python -m pip wheel --no-deps --wheel-dir /wheels . \
+# The package index comes from the build machine's pip configuration, passed as the secret
+# `pipconf` (a pip.conf; `make image` writes it from `pip config list`). A secret, not a
+# build argument, because index URLs can carry credentials and build arguments are kept in
+# the image history. Without the secret pip uses its default index.
+#
+# The dsctl wheel is installed without its dependencies, then with every runtime dependency
+# except jsonpatch, which only the simulator uses. --only-binary: every dependency has wheels
+# for this platform; one that would need a compiler fails the build here instead of
+# silently pulling in a toolchain.
+RUN --mount=type=secret,id=pipconf,target=/run/secrets/pipconf \
+    export PIP_CONFIG_FILE=/run/secrets/pipconf \
+ && python -m pip wheel --no-deps --wheel-dir /wheels . \
  && python -m venv --without-pip /opt/venv \
- && python -m pip --python /opt/venv/bin/python install --only-binary=:all: /wheels/dsctl-*.whl \
+ && python -m pip --python /opt/venv/bin/python install --no-deps /wheels/dsctl-*.whl \
+ && /opt/venv/bin/python -c "from importlib.metadata import requires; print('\n'.join(r for r in requires('dsctl') if 'extra ==' not in r and not r.startswith('jsonpatch')))" \
+    > /wheels/runtime-requirements.txt \
+ && python -m pip --python /opt/venv/bin/python install --only-binary=:all: -r /wheels/runtime-requirements.txt \
  && /opt/venv/bin/dsctl --version
 
 FROM ${PYTHON_IMAGE}
@@ -41,9 +52,19 @@ LABEL org.opencontainers.image.title="dsctl" \
       org.opencontainers.image.description="A Kubernetes DaemonSet controller in Python asyncio" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.licenses="Apache-2.0"
-# The base's own pip and setuptools are not needed at run time; removing them leaves
-# nothing in the image that installs code.
-RUN python -m pip uninstall --yes --quiet pip setuptools wheel
+# Nothing in the image may install code at run time: pip, setuptools and wheel go, whether
+# the base installed them with pip (the python images) or with dpkg (a Debian-bootstrapped
+# base), and so do ensurepip's bundled wheels.
+RUN set -eu; \
+    if dpkg-query --show --showformat='${Status}' python3-pip 2>/dev/null | grep -q 'ok installed'; then \
+      dpkg --purge python3-pip python3-venv python3.11-venv python3-setuptools python3-wheel \
+        python3-pip-whl python3-setuptools-whl >/dev/null; \
+    else \
+      python -m pip uninstall --yes --quiet pip setuptools wheel; \
+    fi; \
+    rm -rf /usr/share/python-wheels; \
+    python -c "import importlib.util as u, pathlib, shutil; s = u.find_spec('ensurepip'); \
+s and shutil.rmtree(pathlib.Path(s.origin).parent / '_bundled', ignore_errors=True)"
 # Owned by root and read-only to the runtime user: the process cannot change its own code.
 COPY --from=builder /opt/venv /opt/venv
 ENV PATH="/opt/venv/bin:${PATH}" \
