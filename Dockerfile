@@ -32,6 +32,10 @@ COPY dsctl ./dsctl
 # build argument, because index URLs can carry credentials and build arguments are kept in
 # the image history. Without the secret pip uses its default index.
 #
+# The bytecode is recompiled as unchecked-hash .pyc files: pip writes timestamp-checked ones,
+# and a COPY that does not keep modification times (buildah's) would make every one stale, so
+# each start would compile everything again in memory (the root filesystem is read-only).
+#
 # The dsctl wheel is installed without its dependencies, then with every runtime dependency
 # except jsonpatch, which only the simulator uses. --only-binary: every dependency has wheels
 # for this platform; one that would need a compiler fails the build here instead of
@@ -44,6 +48,7 @@ RUN --mount=type=secret,id=pipconf,target=/run/secrets/pipconf \
  && /opt/venv/bin/python -c "from importlib.metadata import requires; print('\n'.join(r for r in requires('dsctl') if 'extra ==' not in r and not r.startswith('jsonpatch')))" \
     > /wheels/runtime-requirements.txt \
  && python -m pip --python /opt/venv/bin/python install --only-binary=:all: -r /wheels/runtime-requirements.txt \
+ && python -m compileall -q --invalidation-mode unchecked-hash /opt/venv/lib \
  && /opt/venv/bin/dsctl --version
 
 FROM ${PYTHON_IMAGE}
