@@ -119,9 +119,10 @@ class PipIndex:
             if key == "cert":
                 continue
             if key in _URL_KEYS:
-                value = " ".join(word for word in value.split() if local_path(word) is None)
-                if not value:
-                    continue
+                remote = " ".join(word for word in value.split() if local_path(word) is None)
+                if remote:
+                    kept[key] = remote
+                continue
             kept[key] = value
         return PipIndex(kept)
 
@@ -241,11 +242,13 @@ def debian_base(builder: Builder) -> str:
         return DEBIAN_BASE_TAG
     mmdebstrap = shutil.which("mmdebstrap")
     if mmdebstrap is None:
-        raise SystemExit("image: no base image can be pulled and mmdebstrap is not installed (apt-get install mmdebstrap)")
+        raise SystemExit("image: no base image can be pulled and mmdebstrap is not installed "
+                         "(apt-get install mmdebstrap)")
     with tempfile.TemporaryDirectory(prefix="dsctl-base-") as scratch:
         tarball = Path(scratch) / "rootfs.tar"
         print(f"image: bootstrapping {DEBIAN_SUITE} with {', '.join(DEBIAN_PACKAGES)}", file=sys.stderr)
-        bootstrap = [mmdebstrap, "--variant=minbase", "--include=" + ",".join(DEBIAN_PACKAGES), DEBIAN_SUITE, str(tarball)]
+        bootstrap = [mmdebstrap, "--variant=minbase", "--include=" + ",".join(DEBIAN_PACKAGES),
+                     DEBIAN_SUITE, str(tarball)]
         _check(_run(bootstrap, timeout=1200, quiet=True), bootstrap)
         if builder.kind == "docker":
             steps = [builder.command("import", "--change", f"ENV PATH={_BASE_PATH}", "--change", "ENV LANG=C.UTF-8",
@@ -304,25 +307,23 @@ def host_pip_index(python: str) -> PipIndex:
 
 @dataclass(frozen=True)
 class Built:
-    """An image in the builder's storage, and the inputs it was built from."""
+    """An image in the builder's storage, and the base it was built on."""
 
     builder: Builder
     tag: str
     base: str
-    reused: bool
 
 
 def build(
-    *, tag: str, base: str = "auto", reuse: bool = False, python: str = sys.executable, repo: Path = REPO,
-    builder: Builder | None = None,
+    *, tag: str, base: str = "auto", base_image: str | None = None, python: str = sys.executable,
+    repo: Path = REPO, builder: Builder | None = None,
 ) -> Built:
-    """Build the image (or, with ``reuse``, keep an existing one under ``tag``)."""
+    """Build the image on ``base_image``, or on the base ``choose_base`` picks by ``base``."""
     builder = builder or find_builder()
     if builder is None:
         raise SystemExit("image: " + no_builder_reason(docker=shutil.which("docker"), buildah=shutil.which("buildah")))
-    base_image = choose_base(builder, base=base, default=dockerfile_default_base(repo / "Dockerfile"))
-    if reuse and image_id(builder, tag):
-        return Built(builder, tag, base_image, reused=True)
+    if base_image is None:
+        base_image = choose_base(builder, base=base, default=dockerfile_default_base(repo / "Dockerfile"))
     index = host_pip_index(python)
     mounts = [path for path in index.local_paths() if os.path.exists(path)]
     if builder.kind == "docker" and index.local_paths():
@@ -339,7 +340,7 @@ def build(
         result = subprocess.run(argv, env=env, timeout=3600, check=False)
     if result.returncode != 0:
         raise SystemExit(f"image: the build failed ({result.returncode})")
-    return Built(builder, tag, base_image, reused=False)
+    return Built(builder, tag, base_image)
 
 
 def _parse(argv: Iterable[str]) -> argparse.Namespace:
