@@ -76,7 +76,8 @@ def choose_builder(*, docker: str | None, docker_engine: bool, buildah: str | No
 def no_builder_reason(*, docker: str | None, buildah: str | None) -> str:
     """Why no image can be built here, in one line."""
     docker_part = "no Docker engine answers `docker info`" if docker else "no docker client"
-    return f"{docker_part} and buildah is not installed (apt-get install buildah)"
+    return (f"{docker_part} and buildah is not installed (apt-get install buildah mmdebstrap, or "
+            "`make test DSCTL_IMAGE_TEST=1` to have .ci/ensure-buildah install them)")
 
 
 @dataclass(frozen=True)
