@@ -26,6 +26,7 @@ lint: $(STAMP)
 
 test: lint
 	bash .ci/ensure-promtool
+	bash .ci/ensure-buildah
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -p no:cacheprovider -n 3
 
 # The controller image: docker build when a Docker engine answers, else buildah (daemonless);
