@@ -1,18 +1,18 @@
-# dsctl controller image: `docker build -t dsctl:0.1.0 .`
+# dsctl controller image: `make image` (docker build when a Docker engine answers, else
+# buildah; see README.md, "Container image"), or by hand `docker build -t dsctl:0.1.0 .`
 #
 # Two stages. The builder turns the source into a wheel and installs it, with its
-# dependencies, into a virtualenv at /opt/venv. The final stage is the same slim Python
-# base plus that virtualenv and nothing else: no compilers, no build tools, no pip.
+# dependencies, into a virtualenv at /opt/venv. The final stage is the same Python base
+# plus that virtualenv and nothing else: no compilers, no build tools, no pip.
 #
-# Expected size (not built here; estimated): about 195 MB unpacked, about 55 MB to pull.
-#   - base python:3.11.14-slim-bookworm: about 125 MB unpacked, about 45 MB compressed
-#     (Debian 12 slim plus CPython, as listed on Docker Hub for linux/amd64).
-#   - /opt/venv: 69 MB unpacked, 11 MB gzipped, measured by installing the dsctl wheel and
-#     its runtime dependencies into a fresh `venv --without-pip` with bytecode compiled,
-#     then `du -sb` and `tar | gzip -6 | wc -c`. kubernetes_asyncio is 48 MB of it.
+# Measured size (built with buildah on the Debian-bootstrapped base, the only base this
+# machine can get; `python -m benchmarks.image_size`, BENCHMARKS.md section 10):
+#   289 MB unpacked, 105 MB compressed (gzip layers, what a pull downloads), of which the
+#   base is 245 MB / 94 MB and /opt/venv 67 MB unpacked (kubernetes_asyncio is 48 MB of it).
+#   On python:3.11.14-slim-bookworm (about 125 MB unpacked, 45 MB compressed, as listed on
+#   Docker Hub; not pullable here) the same layers come to about 170 MB and 56 MB.
 #   The bytecode costs 26 MB but is worth it: the root filesystem is read-only in the
-#   cluster, so without it every start recompiles in memory (imports take 1.8 s and
-#   110 MB RSS instead of 0.45 s and 75 MB).
+#   cluster, so without it every start recompiles in memory.
 #
 # The base is pinned to a patch release. For byte-for-byte reproducible builds pin the
 # digest too: --build-arg PYTHON_IMAGE=python:3.11.14-slim-bookworm@sha256:<digest>

@@ -178,8 +178,12 @@ def build_command(
 
 
 def context_files(repo: Path) -> list[Path]:
-    """The files the image is built from: what .dockerignore lets through, plus the build recipe."""
-    files = [repo / "Dockerfile", repo / ".dockerignore", repo / "pyproject.toml", repo / "README.md"]
+    """The files whose content decides what the image does: the recipe, the metadata, the code.
+
+    README.md is in the build context too, but only as the package's long description; it
+    is left out here so that a README edit does not cost the image test a cold build.
+    """
+    files = [repo / "Dockerfile", repo / ".dockerignore", repo / "pyproject.toml"]
     for path in sorted((repo / "dsctl").rglob("*")):
         relative = path.relative_to(repo).parts
         if not path.is_file() or relative[:2] == ("dsctl", "sim") or "__pycache__" in relative:
@@ -194,8 +198,12 @@ def inputs_digest(repo: Path, *, base: str) -> str:
     """A short hash of everything that decides the image: its context files and its base."""
     digest = hashlib.sha256(base.encode())
     for path in context_files(repo):
+        content = path.read_bytes()
+        if path.name in ("Dockerfile", ".dockerignore"):
+            # Comments change nothing in the image (a `#` inside an instruction is kept).
+            content = b"\n".join(line for line in content.splitlines() if not line.lstrip().startswith(b"#"))
         digest.update(str(path.relative_to(repo)).encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
+        digest.update(content + b"\0")
     return digest.hexdigest()[:16]
 
 

@@ -83,7 +83,8 @@ def _locked(path: Path) -> Iterator[None]:
 
 def _prune_older(builder: Builder, *, keep: str) -> None:
     """Remove test images of earlier inputs: each is a full copy of the root filesystem under vfs."""
-    listing = subprocess.run(builder.command("images", "--format", "{{.Repository}}:{{.Tag}}"),
+    field = "{{.Name}}:{{.Tag}}" if builder.kind == "buildah" else "{{.Repository}}:{{.Tag}}"
+    listing = subprocess.run(builder.command("images", "--format", field),
                              capture_output=True, text=True, timeout=60, check=False).stdout.split()
     for name in listing:
         if name.startswith(TEST_REPOSITORY + ":") and name != keep:

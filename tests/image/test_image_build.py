@@ -107,13 +107,18 @@ def test_build_command(builder: Builder, present: list[str], absent: list[str]) 
 
 
 def test_inputs_digest_follows_the_context_not_the_simulator(tmp_path: Path) -> None:
-    """The cache key changes with the controller's code and the base, not with dsctl/sim."""
+    """The cache key follows the code, the recipe and the base; not dsctl/sim, README or comments."""
     for name in ("Dockerfile", ".dockerignore", "pyproject.toml", "README.md", "dsctl/cli.py", "dsctl/sim/x.py"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(name)
     first = inputs_digest(tmp_path, base="sha256:a")
     (tmp_path / "dsctl/sim/x.py").write_text("changed")
+    (tmp_path / "README.md").write_text("changed")
+    (tmp_path / "Dockerfile").write_text("# a comment\nDockerfile")
     assert inputs_digest(tmp_path, base="sha256:a") == first
+    (tmp_path / "Dockerfile").write_text("Dockerfile\nUSER 0")
+    assert inputs_digest(tmp_path, base="sha256:a") != first
+    (tmp_path / "Dockerfile").write_text("Dockerfile")
     assert inputs_digest(tmp_path, base="sha256:b") != first
     (tmp_path / "dsctl/cli.py").write_text("changed")
     assert inputs_digest(tmp_path, base="sha256:a") != first
