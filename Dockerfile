@@ -6,7 +6,7 @@
 # plus that virtualenv and nothing else: no compilers, no build tools, no pip.
 #
 # Measured size (built with buildah on the Debian-bootstrapped base, the only base this
-# machine can get; `python -m benchmarks.image_size`, BENCHMARKS.md section 10):
+# machine can get; `python benchmarks/image_size.py`, BENCHMARKS.md section 10):
 #   289 MB unpacked, 105 MB compressed (gzip layers, what a pull downloads), of which the
 #   base is 245 MB / 94 MB and /opt/venv 67 MB unpacked (kubernetes_asyncio is 48 MB of it).
 #   On python:3.11.14-slim-bookworm (about 125 MB unpacked, 45 MB compressed, as listed on

@@ -16,8 +16,8 @@ this script on one machine compares two trees, e.g. the commit before the CLI st
 importing the simulator::
 
     git archive <commit> | tar -x -C /tmp/before
-    python -m benchmarks.controller_startup --runs 7 --source /tmp/before --name controller_startup-before
-    python -m benchmarks.controller_startup --runs 7
+    python benchmarks/controller_startup.py --runs 7 --source /tmp/before --name controller_startup-before
+    python benchmarks/controller_startup.py --runs 7
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import ROOT, daemonset, environment, log, proc_usage, write_result
+from common import ROOT, daemonset, environment, log, proc_usage, write_result
+
 from tests.controllerproc import ControllerProcess
 from tests.simproc import SimProcess
 

@@ -6,7 +6,7 @@
   and config blobs: what a pull downloads;
 - ``venv_bytes``: ``/opt/venv`` alone, unpacked.
 
-Usage: ``python -m benchmarks.image_size --tag localhost/dsctl:0.1.0 [--base <base image>]``
+Usage: ``python benchmarks/image_size.py --tag localhost/dsctl:0.1.0 [--base <base image>]``
 (buildah; build the image first with ``make image``).
 """
 
@@ -19,7 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import environment, log, write_result
+from common import environment, log, write_result
+
 from tools.image_build import Builder, find_builder
 
 
