@@ -203,3 +203,17 @@ def test_dockerignore_admits_exactly_what_the_build_copies(stages: list[Stage]) 
     assert sources == allowed
     for secret_or_bulky in (".git", ".venv", "tests", "benchmarks"):
         assert secret_or_bulky not in allowed
+
+
+def test_dockerignore_keeps_the_simulator_out() -> None:
+    """dsctl/sim is excluded after dsctl/ is admitted, so the image carries the controller only."""
+    patterns = dockerignore_patterns()
+    assert "dsctl/sim/" in patterns
+    assert patterns.index("dsctl/sim/") > patterns.index("!dsctl/")
+
+
+def test_builder_leaves_out_the_simulator_dependency(stages: list[Stage]) -> None:
+    """The builder installs the wheel without dependencies, then every requirement but jsonpatch."""
+    runs = " ".join(arg for stage in stages[:-1] for arg in stage.args_of("RUN"))
+    assert "--no-deps /wheels/dsctl-*.whl" in runs
+    assert "not r.startswith('jsonpatch')" in runs
