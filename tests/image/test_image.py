@@ -47,7 +47,12 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> BuiltImage:
     """The controller image of the current tree (built at most once per change to its inputs)."""
     if _BUILDER is None:
         pytest.skip(_SKIP_REASON)
-    return ensure_image(_BUILDER, lock_dir=Path(tempfile.gettempdir()))
+    try:
+        return ensure_image(_BUILDER, lock_dir=Path(tempfile.gettempdir()))
+    except SystemExit as exc:  # make image's one-line errors
+        if "mmdebstrap is not installed" in str(exc):
+            pytest.skip(str(exc))
+        pytest.fail(str(exc))
 
 
 @pytest.fixture(scope="module")
