@@ -29,7 +29,9 @@ from tests.poll import eventually
 from tests.simproc import SimProcess
 from tools import image_build
 
-pytestmark = pytest.mark.slow
+# A cold build (the first test of a changed tree, or a worker waiting on another's build)
+# takes 2 to 3.5 minutes here, more under load: past the suite's default 300 s per test.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 _BUILDER = image_build.find_builder()
 _SKIP_REASON = image_build.no_builder_reason(docker=shutil.which("docker"), buildah=shutil.which("buildah"))
