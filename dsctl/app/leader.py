@@ -250,6 +250,9 @@ class LeaderElector:
         """Acquire, then renew until cancelled (release) or leadership is lost (``on_lost``)."""
         why = "the elector stopped"
         cancelled = False
+        log.info("leader_election_started", lease=self._lease_name, identity=self.identity,
+                 lease_duration=self.lease_duration, renew_deadline=self.renew_deadline,
+                 retry_period=self.retry_period)
         try:
             await self._acquire()
             why = await self._renew()
