@@ -12,7 +12,9 @@ in ``finally``. The phases:
    until the server is back (the admin API goes down with it).
 3. **faults stop**: every fault knob reset, killed replicas replaced; the clock starts.
 4. **convergence**: poll the settled-state recount until it holds, within ``bound`` seconds.
-5. **verdict**: checker violations, late pods, controller deaths and logged errors.
+5. **verdict**: checker violations, late pods, controller deaths and logged errors, and with
+   two replicas the invariant **one writer** over the simulator's request log
+   (:mod:`tests.onewriter`).
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ from tests.chaos.recount import settle_problems
 from tests.chaos.replicas import Replicas
 from tests.chaos.scenario import Scenario, Step
 from tests.chaos.tokens import TokenRotator
+from tests.integration.requestaudit import read_all_requests
+from tests.onewriter import lease_history, one_writer_violations
 from tests.poll import eventually
 from tests.simproc import SimProcess
 
@@ -151,6 +155,27 @@ class _Run:
     async def _do_latency(self, step: Step) -> None:
         await self._layer(step, latency_ms=step.params["latency_ms"],
                           watch_event_latency_ms=step.params["watch_event_latency_ms"])
+
+    # -- faults on the leader-election Lease (two replicas) ------------------------------
+
+    async def restart_lost(self) -> None:
+        """While the schedule runs: restart replicas that exited after losing the Lease."""
+        while True:
+            await asyncio.sleep(0.5)  # a restart policy's pace, not a wait for a result
+            for note in await self.replicas.restart_lost():
+                self.note(note)
+
+    async def _do_lease_500(self, step: Step) -> None:
+        self.replicas.lease_faults += 1
+        await self._layer(step, errors=step.params["rules"])
+
+    async def _do_lease_429(self, step: Step) -> None:
+        self.replicas.lease_faults += 1
+        await self._layer(step, errors=step.params["rules"])
+
+    async def _do_lease_latency(self, step: Step) -> None:
+        self.replicas.lease_faults += 1
+        await self._layer(step, resource_latency_ms={"leases": step.params["latency_ms"]})
 
     async def _do_compaction(self, step: Step) -> None:
         async with self.admin:
@@ -334,7 +359,12 @@ async def run_scenario(scenario: Scenario, *, bound: float | None = None,
                     await checker.observe(name)
                 run.note("faults start")
                 t0 = time.monotonic()
-                await asyncio.gather(*(run.step(s, t0) for s in scenario.steps))
+                restarter = asyncio.create_task(run.restart_lost(), name="chaos-restart-lost")
+                try:
+                    await asyncio.gather(*(run.step(s, t0) for s in scenario.steps))
+                finally:
+                    restarter.cancel()
+                    await asyncio.gather(restarter, return_exceptions=True)
                 async with run.admin:
                     await run.knobs.clear()
                 await replicas.ensure_running()
@@ -358,6 +388,12 @@ async def run_scenario(scenario: Scenario, *, bound: float | None = None,
                     await checker.unobserve(name)
                 result.violations += checker.problems()
                 result.violations += replicas.problems()
+                if scenario.replicas > 1:
+                    records, _ = await read_all_requests(sim)
+                    result.violations += one_writer_violations(records)
+                    handovers = lease_history(records)
+                    run.note(f"lease holders: {len(handovers)} ({len(handovers) - 1} handovers), "
+                             f"leadership lost under Lease faults: {replicas.lost_leases()}")
                 if result.violations:
                     result.log_file = _keep_logs(scenario, replicas, result)
         finally:
