@@ -32,7 +32,7 @@ import aiohttp
 
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
-from dsctl.kube.resources import DAEMONSETS, NODES, PODS
+from dsctl.kube.resources import DAEMONSETS, LEASES, NODES, PODS
 from dsctl_api.pods import controller_ref
 from tests.chaos import actions
 from tests.chaos.checker import ChaosChecker
@@ -54,6 +54,9 @@ CONVERGENCE_BOUND = 30.0
 rollout time (``Scenario.rollout_seconds``: a few seconds for the CI list, up to ~45 s for a
 30-node fleet updated one node at a time with minReadySeconds)."""
 SETUP_BOUND = 45.0
+LEADERSHIP_BOUND = 15.0
+"""Seconds after settling for a running replica to hold and renew the Lease: an expired lease
+(3 s) is taken on the next retry, a restarted replica needs a few seconds to sync its caches."""
 
 
 @dataclass
@@ -389,6 +392,10 @@ async def run_scenario(scenario: Scenario, *, bound: float | None = None,
                 result.violations += checker.problems()
                 result.violations += replicas.problems()
                 if scenario.replicas > 1:
+                    try:
+                        await _leadership_recovered(client, replicas)
+                    except AssertionError as exc:
+                        result.violations.append(f"leadership: {exc}")
                     records, _ = await read_all_requests(sim)
                     result.violations += one_writer_violations(records)
                     handovers = lease_history(records)
@@ -401,6 +408,20 @@ async def run_scenario(scenario: Scenario, *, bound: float | None = None,
             tokens.close()
     result.duration_seconds = round(time.monotonic() - began, 2)
     return result
+
+
+async def _leadership_recovered(client: KubeClient, replicas: Replicas) -> None:
+    """After the faults: a running replica holds the Lease and renews it (its elector survived)."""
+    first = (await client.get(LEASES, "dsctl", namespace="default"))["spec"]
+
+    async def renewing() -> str | None:
+        spec = (await client.get(LEASES, "dsctl", namespace="default"))["spec"]
+        holder = str(spec.get("holderIdentity") or "")
+        fresh = spec.get("renewTime") != first.get("renewTime")
+        return holder if fresh and holder in replicas.running_identities() else None
+
+    await eventually(renewing, timeout=LEADERSHIP_BOUND, interval=0.2,
+                     message="a running replica renewing the Lease after the faults")
 
 
 def _keep_logs(scenario: Scenario, replicas: Replicas, result: ScenarioResult) -> str:

@@ -105,6 +105,15 @@ class Replicas:
                 notes.append(f"restarted a replica that lost the Lease (pid {proc.proc.pid if proc.proc else '?'})")
         return notes
 
+    def running_identities(self) -> set[str]:
+        """Leader-election identities of the replicas running now."""
+        found = set()
+        for proc in self.processes:
+            if proc.proc is None or proc.proc.returncode is not None:
+                continue
+            found |= {str(e["identity"]) for e in proc.logs if e.get("event") == "leader_election_started"}
+        return found
+
     def _lost_lease(self, proc: ControllerProcess) -> bool:
         """Whether ``proc`` exited 1 after losing a Lease the schedule faulted."""
         code = proc.proc.returncode if proc.proc is not None else None
