@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from dsctl import __version__
 from dsctl.kube.client import KubeClient
@@ -59,6 +60,14 @@ async def _start(
         return None
 
     return await eventually(roles, message="one replica leading")
+
+
+async def _metric(ctl: ControllerProcess, name: str) -> float:
+    """Sum of a metric family's samples on the controller's /metrics."""
+    status, text = await ctl.get("/metrics")
+    assert status == 200
+    return sum(s.value for f in text_string_to_metric_families(text) for s in f.samples
+               if s.name == name)
 
 
 def _alive(ctl: ControllerProcess) -> bool:
@@ -124,6 +133,11 @@ async def test_eight_seconds_of_lease_500s_leave_one_renewing_holder_and_one_wri
         assert one_writer_violations(records) == []
         assert [h.holder for h in lease_history(records)] == [_agent_of(leader)]
         assert _alive(leader) and _alive(standby)
+        for proc in (leader, standby):
+            status, body = await proc.get("/healthz?verbose")
+            assert status == 200 and "[+]leader-election ok" in body, body
+        fenced = await _metric(leader, "dsctl_leader_fenced_writes_total")
+        assert fenced == 0.0, "the leader refused its own writes while it held the Lease"
         assert not leader.errors(), leader.errors()[:3]
         assert not standby.errors(), standby.errors()[:3]
 
@@ -150,3 +164,35 @@ async def test_a_rollout_onto_400_nodes_at_qps_20_keeps_the_leader(sim: SimProce
         assert _alive(leader) and _alive(standby)
         assert not any(e.get("event") == "leader_lost" for e in leader.logs)
         assert not leader.errors(), leader.errors()[:3]
+
+
+@pytest.mark.parametrize("sim", [{"nodes": 30}], indirect=True)
+async def test_a_leader_whose_renewals_hang_stops_writing_before_its_lease_expires(
+    sim: SimProcess, kube: KubeClient
+) -> None:
+    """Lease requests hanging 30 s: the attempt is cut at the renew deadline, no write after expiry, exit 1."""
+    lease_duration, renew = 3.0, 2.0
+    args = _args(lease_duration, renew, 0.5, "--kube-api-qps", "2", "--kube-api-burst", "1")
+    async with ControllerProcess(str(sim.kubeconfig), args=args) as ctl:
+        await eventually(lambda: _as_future(_acquired(ctl)), message="leadership")
+        await sim.patch_faults(resource_latency_ms={"leases": 30_000})
+        await kube.create(DAEMONSETS, daemonset("agent"), namespace="default")  # 30 creates at 2 QPS
+
+        async def exited() -> bool:
+            return ctl.proc is not None and ctl.proc.returncode is not None
+
+        await eventually(exited, timeout=20, message="controller exit")
+        assert ctl.proc is not None and ctl.proc.returncode == 1
+        assert any(e.get("event") == "leader_lost" for e in ctl.logs)
+    await sim.patch_faults(resource_latency_ms={})
+    records, _ = await read_all_requests(sim)
+    mine = [r for r in records if r["user_agent"] == _agent_of(ctl)]
+    renewed = max(r["time"] for r in mine if r["resource"] == "leases" and r["verb"] in ("create", "update")
+                  and r["code"] < 300)
+    late = [r for r in mine if r["resource"] in ("pods", "daemonsets", "controllerrevisions")
+            and r["verb"] in ("create", "update", "patch", "delete") and r["time"] >= renewed + lease_duration]
+    assert not late, f"writes after the lease could have expired: {late[:3]}"
+
+
+async def _as_future(value: bool) -> bool:
+    return value
