@@ -2,9 +2,12 @@
 
 Start order: API client (with a preflight request, so a bad token fails fast with one line),
 HTTP endpoints, informers (readiness turns green when their caches sync), event recorder,
-leader election, and only once leading, the workers. Shutdown (SIGTERM, SIGINT, or lost
-leadership) runs the stack backwards: stop intake and drain in-flight syncs within
-``shutdown_timeout``, release the lease, stop informers, close the HTTP server and the client.
+leader election on its own client, and only once leading, the workers. With leader election
+every write of the workers' client passes a :class:`~dsctl.kube.fence.WriteFence` that the
+elector keeps open only while the Lease is trusted. Shutdown (SIGTERM, SIGINT) runs the stack
+backwards: stop intake and drain in-flight syncs within ``shutdown_timeout``, release the
+lease, stop informers, close the HTTP server and the clients. A lost Lease (``on_lost``)
+cancels in-flight syncs at once instead of draining them, and the process exits 1.
 Every component is pushed on one ``AsyncExitStack``, so a failure half-way through start-up
 still tears down exactly what was started.
 """
