@@ -177,7 +177,6 @@ class LeaderElector:
     async def _attempt(self, *, timeout: float) -> bool:
         """One bounded attempt; every failure is logged, counted and answered with False."""
         self._last_attempt = self.monotonic()
-        reason: str
         try:
             async with asyncio.timeout(timeout):
                 return await self._try_acquire_or_renew()
