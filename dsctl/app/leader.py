@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,14 +46,43 @@ from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
 from dsctl.kube.fence import WriteFence
 from dsctl.kube.resources import LEASES
+from dsctl.kube.transport import RetryPolicy
 from dsctl_api.timefmt import format_micro
 
-__all__ = ["LeaderElector"]
+__all__ = ["LEASE_CLIENT_BURST", "LEASE_CLIENT_MIN_QPS", "LeaderElector", "lease_client"]
 
 log = structlog.get_logger(__name__)
 
 RELEASE_TIMEOUT = 5.0
 """Longest a release on shutdown may take; the lease expires by itself anyway."""
+LEASE_CLIENT_MIN_QPS = 5.0
+"""The elector sends at most a GET and an update per retry period; its bucket has room for 2x."""
+LEASE_CLIENT_BURST = 10
+
+
+async def lease_client(
+    *,
+    kubeconfig: str | None,
+    context: str | None,
+    user_agent: str,
+    renew_deadline: float,
+    retry_period: float,
+    registry: CollectorRegistry | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> KubeClient:
+    """The elector's own client: own HTTP session and token bucket, one attempt per request
+    (no in-place retry, no waiting out ``Retry-After``), reads cut at the renew deadline."""
+    return await KubeClient.from_config(
+        kubeconfig=kubeconfig,
+        context=context,
+        qps=max(LEASE_CLIENT_MIN_QPS, 4.0 / retry_period),
+        burst=LEASE_CLIENT_BURST,
+        user_agent=user_agent,
+        registry=registry,
+        retry=RetryPolicy(max_attempts=1),
+        request_timeout=renew_deadline,
+        environ=environ,
+    )
 
 
 class _Deposed(Exception):

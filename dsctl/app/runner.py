@@ -31,22 +31,17 @@ from dsctl.app.collector import freeze_caches, tune_collector
 from dsctl.app.config import RESOURCE_CRD, Settings
 from dsctl.app.health import HealthChecks
 from dsctl.app.http import HttpEndpoints
-from dsctl.app.leader import LeaderElector
+from dsctl.app.leader import LeaderElector, lease_client
 from dsctl.app.logging import configure_logging
 from dsctl.controller.controller import DaemonSetController
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
 from dsctl.kube.fence import WriteFence
 from dsctl.kube.resources import DAEMONSETS, Resource, crd_daemonsets
-from dsctl.kube.transport import RetryPolicy
 
 __all__ = ["main", "run"]
 
 log = structlog.get_logger(__name__)
-
-LEASE_CLIENT_MIN_QPS = 5.0
-"""The elector sends at most a GET and an update per retry period; its bucket has room for 2x."""
-LEASE_CLIENT_BURST = 10
 
 
 def identity() -> str:
@@ -124,19 +119,17 @@ async def run(
         if settings.leader_elect:
             # Its own client: own session and token bucket, no in-place retries, reads bounded
             # by the renew deadline, so renewals never queue behind the workers' writes.
-            lease_client = await KubeClient.from_config(
+            elector_client = await lease_client(
                 kubeconfig=settings.kubeconfig or None,
                 context=settings.context or None,
-                qps=max(LEASE_CLIENT_MIN_QPS, 4.0 / settings.leader_elect_retry_period),
-                burst=LEASE_CLIENT_BURST,
                 user_agent=agent,
+                renew_deadline=settings.leader_elect_renew_deadline,
+                retry_period=settings.leader_elect_retry_period,
                 registry=registry,
-                retry=RetryPolicy(max_attempts=1),
-                request_timeout=settings.leader_elect_renew_deadline,
             )
-            stack.push_async_callback(lease_client.close)
+            stack.push_async_callback(elector_client.close)
             elector = LeaderElector(
-                client=lease_client, namespace=settings.leader_elect_namespace, name=settings.leader_elect_id,
+                client=elector_client, namespace=settings.leader_elect_namespace, name=settings.leader_elect_id,
                 identity=me, lease_duration=settings.leader_elect_lease_duration,
                 renew_deadline=settings.leader_elect_renew_deadline,
                 retry_period=settings.leader_elect_retry_period, registry=registry, on_lost=lost.set,
