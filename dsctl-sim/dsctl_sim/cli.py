@@ -57,9 +57,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help="default delay until a bound pod is Running and Ready")
     p.add_argument("--seed", type=int, default=None, help="seed for names, UIDs and fault dice")
     p.add_argument("--fault-error-rate", action="append", type=_error_rule, default=[],
-                   metavar="VERB:RESOURCE:CODE:RATE",
+                   metavar="VERB:RESOURCE:CODE:RATE[:RETRY_AFTER]",
                    help="fail RATE (0..1) of VERB requests on RESOURCE with CODE (500, 429, 409...); "
-                   "VERB/RESOURCE may be '*'; repeatable")
+                   "VERB/RESOURCE may be '*'; RETRY_AFTER (seconds) for this rule's 429s; repeatable")
     p.add_argument("--latency-ms", type=_non_negative, default=0.0, help="added latency per request")
     p.add_argument("--watch-event-latency-ms", type=_non_negative, default=0.0,
                    help="added latency before each batch of watch events")

@@ -150,7 +150,7 @@ async def _resource(request: web.BaseRequest, state: ApiState, parts: list[str])
                                watch=request.query.get("watch"))
     request[_INFO] = info
     faults = state.faults
-    delay = faults.latency_seconds(info.verb)
+    delay = faults.latency_seconds(info.verb, info.resource, info.rt.group)
     if delay > 0:
         await asyncio.sleep(delay)
     injected = faults.error_for(info.verb, info.resource, info.rt.group)

@@ -166,3 +166,25 @@ async def test_metrics_count_requests_and_objects(api: Api) -> None:
     assert 'sim_apiserver_request_total{code="404",resource="pods",verb="get"} 1.0' in text
     assert 'sim_apiserver_storage_objects{resource="pods"} 1.0' in text
     assert 'sim_apiserver_storage_objects{resource="nodes"} 3.0' in text
+
+
+async def test_resource_latency_delays_only_that_resource(api: Api) -> None:
+    """resource_latency_ms delays requests on the named resource (by plural or group/plural) only."""
+    await api.ok("PUT", "/sim/faults", {"resource_latency_ms": {"coordination.k8s.io/leases": 400}})
+    start = time.monotonic()
+    await api.ok("GET", PODS)
+    fast = time.monotonic() - start
+    start = time.monotonic()
+    await api.call("GET", "/apis/coordination.k8s.io/v1/namespaces/default/leases/x")
+    assert time.monotonic() - start >= 0.4 > fast
+
+
+async def test_a_rule_retry_after_overrides_the_global_one(api: Api) -> None:
+    """A 429 rule with its own retry_after answers with that Retry-After; other 429s keep the global one."""
+    await api.ok("PUT", "/sim/faults", {"retry_after_seconds": 1, "errors": [
+        {"verb": "*", "resource": "leases", "code": 429, "rate": 1, "retry_after": 60},
+        {"verb": "list", "resource": "pods", "code": 429, "rate": 1}]})
+    async with api.http.get(api.url + "/apis/coordination.k8s.io/v1/namespaces/default/leases/x") as resp:
+        assert (resp.status, resp.headers.get("Retry-After")) == (429, "60")
+    async with api.http.get(api.url + PODS) as resp:
+        assert (resp.status, resp.headers.get("Retry-After")) == (429, "1")
