@@ -1,8 +1,10 @@
 """DaemonSet status conditions that dsctl maintains.
 
 ``apps/v1`` defines ``status.conditions`` but kube's controller sets none. dsctl sets
-``Invalid`` while the spec cannot be reconciled (see ``validation``), so ``kubectl describe``
-and alerting on ``.status.conditions`` show why nothing happens. Conditions are replaced by
+``Invalid`` while the spec cannot be reconciled (see ``validation``), and ``ReplicaFailure``
+(as upstream's ReplicaSet controller does) while a write the DaemonSet needs is refused: a pod
+create or delete, or a ControllerRevision write (reason ``FailedCreateRevision``...). So
+``kubectl describe`` and alerting on ``.status.conditions`` show why nothing happens. Conditions are replaced by
 type; ``lastTransitionTime`` changes only when ``status`` flips.
 """
 
@@ -14,9 +16,10 @@ from typing import Any
 from dsctl.api.timefmt import format_rfc3339
 from dsctl.daemonset.access import as_list, as_map
 
-__all__ = ["INVALID", "set_condition", "without_condition"]
+__all__ = ["INVALID", "REPLICA_FAILURE", "set_condition", "without_condition"]
 
 INVALID = "Invalid"
+REPLICA_FAILURE = "ReplicaFailure"
 
 
 def set_condition(
