@@ -393,6 +393,10 @@ class DaemonSetController:
         if verdict.to_adopt:
             await self._recheck_owner(ds)
         for obj in verdict.to_adopt:
+            refusal = hist.adoption_refusal(obj) if resource == CONTROLLER_REVISIONS else None
+            if refusal is not None:
+                self.recorder.record(ds, "Warning", "RevisionOutOfRange", refusal)
+                continue
             patch = adopt_patch(ds, obj, api_version=self.resource.api_version, kind=self.resource.kind)
             obj_name = obj["metadata"]["name"]
             try:
@@ -428,8 +432,20 @@ class DaemonSetController:
     async def _sync_history(self, ds: Obj, selector: Selector, pods: Sequence[Obj]) -> hist.HistoryPlan | Outcome:
         namespace = ds["metadata"].get("namespace", "")
         revisions = await self._claim(self.revisions, CONTROLLER_REVISIONS, ds, selector)
-        plan = hist.plan_history(ds=ds, revisions=revisions, pods=pods,
-                                 api_version=self.resource.api_version, kind=self.resource.kind)
+        try:
+            plan = hist.plan_history(ds=ds, revisions=revisions, pods=pods,
+                                     api_version=self.resource.api_version, kind=self.resource.kind)
+        except hist.RevisionOverflow as exc:
+            # Nothing to retry: the DaemonSet waits for the revision to change (its update
+            # or deletion enqueues it), with the reason in an event and a condition.
+            self.recorder.record(ds, "Warning", "RevisionOutOfRange", str(exc))
+            old = ds.get("status") or {}
+            wanted = set_condition(old, REPLICA_FAILURE, reason="RevisionOutOfRange", message=str(exc),
+                                   now=self.wall())
+            if wanted != old:
+                await self._update_status(ds, wanted)
+            log.warning("revision_out_of_range", daemonset=ds["metadata"].get("name"), error=str(exc))
+            return Terminal(str(exc))
         guard = self.signals.guard
         for update in plan.updates:
             async with guard(ds, UPDATE_REVISION, name=update["metadata"]["name"]):
