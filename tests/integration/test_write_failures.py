@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 import yaml
 
-
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import CONTROLLER_REVISIONS, DAEMONSETS, EVENTS, crd_daemonsets
 from tests.builders import daemonset, rolling
@@ -51,7 +50,7 @@ def _condition(ds: dict[str, Any], cond_type: str) -> dict[str, Any] | None:
 
 
 async def test_refused_revision_create_shows_event_and_condition(sim: SimProcess, kube: KubeClient) -> None:
-    """CRD mode: a 422 on the revision create gives a Warning event and ReplicaFailure, both in kubectl; a fix clears it."""
+    """CRD mode: a 422 on the revision create gives a Warning event and ReplicaFailure in kubectl; a fix clears it."""
     await sim.kubectl("apply", "-f", str(CRD_FILE))
     await eventually(lambda: _served(sim), message="CRD served")
     ds = daemonset("agent", api_version="dsctl.io/v1", strategy=rolling(max_unavailable="100%"))
