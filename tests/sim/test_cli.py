@@ -82,4 +82,11 @@ async def test_token_flag_requires_that_bearer_token() -> None:
         status, _ = await sim.request("GET", "/api/v1/nodes", headers={"Authorization": "Bearer s3cret"})
         assert status == 200
         assert (await sim.request("GET", "/healthz"))[0] == 200
+        # The admin API can inject faults: it needs the token too.
+        status, _ = await sim.request("GET", "/sim/stats")
+        assert status == 401
+        status, _ = await sim.request("PATCH", "/sim/faults", json={"latency_ms": 1},
+                                      headers={"Authorization": "Bearer wrong"})
+        assert status == 401
+        assert (await sim.stats())["resourceVersion"]
         assert _read_yaml(sim.kubeconfig)["users"][0]["user"]["token"] == "s3cret"
