@@ -128,3 +128,67 @@ async def test_orphan_revision_at_int64_max_is_not_adopted(sim: SimProcess, kube
     numbers = [line.split()[0] for line in history.splitlines()[2:] if line.strip()]
     assert numbers == ["1", "2"], history
     assert first["metadata"]["name"] != "agent-orphan"
+
+
+async def test_refused_pod_creates_set_and_clear_replica_failure(sim: SimProcess, kube: KubeClient,
+                                                                 controller: ControllerProcess) -> None:
+    """Pod creates refused with 403: FailedCreate events and ReplicaFailure/FailedCreate; once allowed, it clears."""
+    await sim.set_faults(errors=[{"verb": "create", "resource": "pods", "code": 403, "rate": 1}])
+    await kube.create(DAEMONSETS, daemonset("agent"), namespace="default")
+
+    async def failing() -> dict[str, Any] | None:
+        condition = _condition(await kube.get(DAEMONSETS, "agent", namespace="default"), "ReplicaFailure")
+        return condition if condition and await _warnings(kube, "agent", "FailedCreate") else None
+
+    condition = await eventually(failing, timeout=30, message="ReplicaFailure/FailedCreate")
+    assert condition["reason"] == "FailedCreate" and "Forbidden" in condition["message"]
+    as_yaml = yaml.safe_load((await sim.kubectl("get", "ds", "agent", "-o", "yaml")).stdout)
+    assert _condition(as_yaml, "ReplicaFailure") == condition
+
+    await sim.set_faults()
+
+    async def recovered() -> bool:
+        live = await kube.get(DAEMONSETS, "agent", namespace="default")
+        return _condition(live, "ReplicaFailure") is None and len(await daemon_pods(kube, "agent")) == 2
+
+    await eventually(recovered, timeout=60, message="pods created and the condition cleared")
+
+
+async def test_owned_revision_at_int64_max_blocks_the_rollout_with_a_condition(
+        sim: SimProcess, kube: KubeClient, controller: ControllerProcess) -> None:
+    """An owned old revision renumbered to 2^63-1 by hand: the next template gets no out-of-range number, but an event
+    and ReplicaFailure/RevisionOutOfRange; deleting that revision lets the rollout go on."""
+    await kube.create(DAEMONSETS, daemonset("agent", strategy=rolling(max_unavailable="100%")), namespace="default")
+
+    async def revisions() -> list[dict[str, Any]] | None:
+        items = (await kube.list(CONTROLLER_REVISIONS, namespace="default", label_selector="app=agent"))["items"]
+        return items or None
+
+    [first] = await eventually(revisions, message="revision 1")
+    name = first["metadata"]["name"]
+    await sim.kubectl("set", "image", "ds/agent", "agent=registry.example/agent:2.0")
+    await eventually(lambda: _numbers(kube, [1, 2]), message="revisions 1 and 2")
+    await sim.kubectl("patch", "controllerrevision", name, "--type", "merge", "-p", f'{{"revision": {MAX_REVISION}}}')
+    await sim.kubectl("set", "image", "ds/agent", "agent=registry.example/agent:3.0")
+
+    async def blocked() -> dict[str, Any] | None:
+        condition = _condition(await kube.get(DAEMONSETS, "agent", namespace="default"), "ReplicaFailure")
+        return condition if condition and await _warnings(kube, "agent", "RevisionOutOfRange") else None
+
+    condition = await eventually(blocked, timeout=30, message="RevisionOutOfRange condition")
+    assert condition["reason"] == "RevisionOutOfRange" and name in condition["message"]
+    items = (await kube.list(CONTROLLER_REVISIONS, namespace="default", label_selector="app=agent"))["items"]
+    assert max(int(r["revision"]) for r in items) == MAX_REVISION
+
+    await sim.kubectl("delete", "controllerrevision", name)
+
+    async def rolled() -> bool:
+        live = await kube.get(DAEMONSETS, "agent", namespace="default")
+        return _condition(live, "ReplicaFailure") is None and await _numbers(kube, [2, 3])
+
+    await eventually(rolled, timeout=30, message="revision 3 and the condition cleared")
+
+
+async def _numbers(kube: KubeClient, expected: list[int]) -> bool:
+    items = (await kube.list(CONTROLLER_REVISIONS, namespace="default", label_selector="app=agent"))["items"]
+    return sorted(int(r["revision"]) for r in items) == expected
