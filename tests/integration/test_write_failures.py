@@ -78,6 +78,10 @@ async def test_refused_revision_create_shows_event_and_condition(sim: SimProcess
         assert ('dsctl_sync_write_errors_total{reason="Invalid",resource="controllerrevisions",verb="create"}'
                 in metrics), metrics
         assert any(e.get("event") == "write_failed" and e.get("level") == "warning" for e in ctl.logs)
+        # The process collectors every Go controller has (issue 14, item 6).
+        for family in ("process_resident_memory_bytes", "process_open_fds", "process_start_time_seconds",
+                       "python_gc_objects_collected_total"):
+            assert f"\n{family}" in metrics, family
 
         # The user fixes the label: the revision is created, pods run, and the condition goes.
         await sim.kubectl("patch", "dds", "agent", "--type", "json", "-p",
