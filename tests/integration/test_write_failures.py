@@ -49,12 +49,17 @@ def _condition(ds: dict[str, Any], cond_type: str) -> dict[str, Any] | None:
     return None
 
 
-async def test_refused_revision_create_shows_event_and_condition(sim: SimProcess, kube: KubeClient) -> None:
+@pytest.mark.parametrize("bad_value", [
+    pytest.param(BAD_VALUE, id="non-ascii"),
+    pytest.param("x" * 64, id="64-characters"),
+])
+async def test_refused_revision_create_shows_event_and_condition(sim: SimProcess, kube: KubeClient,
+                                                                 bad_value: str) -> None:
     """CRD mode: a 422 on the revision create gives a Warning event and ReplicaFailure in kubectl; a fix clears it."""
     await sim.kubectl("apply", "-f", str(CRD_FILE))
     await eventually(lambda: _served(sim), message="CRD served")
     ds = daemonset("agent", api_version="dsctl.io/v1", strategy=rolling(max_unavailable="100%"))
-    ds["spec"]["template"]["metadata"]["labels"]["note"] = BAD_VALUE
+    ds["spec"]["template"]["metadata"]["labels"]["note"] = bad_value
     async with ControllerProcess(sim.kubeconfig, args=["--resource", "dsctl.io/v1"]) as ctl:
         await sim.kubectl("apply", "-f", "-", input=yaml.safe_dump(ds, allow_unicode=True).encode())
 
@@ -66,7 +71,7 @@ async def test_refused_revision_create_shows_event_and_condition(sim: SimProcess
 
         condition = await eventually(failing, timeout=30, message="ReplicaFailure condition and Warning event")
         assert condition["status"] == "True" and condition["reason"] == "FailedCreateRevision"
-        assert "metadata.labels" in condition["message"] and BAD_VALUE in condition["message"]
+        assert "metadata.labels" in condition["message"] and bad_value in condition["message"]
 
         described = (await sim.kubectl("describe", "dds", "agent")).stdout
         assert "ReplicaFailure" in described and "FailedCreateRevision" in described, described
