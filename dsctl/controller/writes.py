@@ -48,6 +48,9 @@ __all__ = [
     "Failure",
     "Write",
     "WriteSignals",
+    "describe",
+    "event_message",
+    "fields_of",
 ]
 
 log = structlog.get_logger(__name__)

@@ -35,6 +35,7 @@ from dsctl.controller.writes import (
     Failure,
     Write,
     WriteSignals,
+    event_message,
 )
 from dsctl.daemonset.expectations import Expectations
 from dsctl.daemonset.plan import Plan, PodRef
@@ -138,8 +139,6 @@ def test_the_first_failure_of_a_sync_is_the_condition() -> None:
 
 def signals_message(write: Write) -> str:
     """The event message for the label refusal of ``agent-abc``."""
-    from dsctl.controller.writes import event_message
-
     return event_message(write, name="agent-abc", namespace="ops", exc=invalid_labels())
 
 
