@@ -24,15 +24,16 @@ import uuid
 from collections.abc import Awaitable, Callable
 
 import structlog
-from prometheus_client import CollectorRegistry, Info, disable_created_metrics
+from prometheus_client import Info, disable_created_metrics
 
 from dsctl import __version__
 from dsctl.app.collector import freeze_caches, tune_collector
 from dsctl.app.config import RESOURCE_CRD, Settings
 from dsctl.app.health import HealthChecks
-from dsctl.app.http import HttpEndpoints
+from dsctl.app.http import HttpEndpoints, build_registry
 from dsctl.app.leader import LeaderElector, lease_client
 from dsctl.app.logging import configure_logging
+from dsctl.app.preflight import preflight
 from dsctl.controller.controller import DaemonSetController
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
@@ -68,7 +69,7 @@ async def run(
     tune_collector()
     disable_created_metrics()  # type: ignore[no-untyped-call]
     me = identity()
-    registry = CollectorRegistry()
+    registry = build_registry()
     Info("dsctl_build", "Build information.", registry=registry).info(
         {"version": __version__, "python": sys.version.split()[0]}
     )
@@ -92,7 +93,7 @@ async def run(
         if fence is not None:
             client.write_fence = fence.check
         resource = daemonset_resource(settings)
-        await client.list(resource, namespace=settings.namespace or None, limit=1)
+        await preflight(client, resource, namespace=settings.namespace or None)
 
         http = HttpEndpoints(registry=registry, health=health,
                              metrics_address=settings.metrics_bind_address,

@@ -1,8 +1,10 @@
 """DaemonSet status conditions that dsctl maintains.
 
 ``apps/v1`` defines ``status.conditions`` but kube's controller sets none. dsctl sets
-``Invalid`` while the spec cannot be reconciled (see ``validation``), so ``kubectl describe``
-and alerting on ``.status.conditions`` show why nothing happens. Conditions are replaced by
+``Invalid`` while the spec cannot be reconciled (see ``validation``), and ``ReplicaFailure``
+(as upstream's ReplicaSet controller does) while a write the DaemonSet needs is refused: a pod
+create or delete, or a ControllerRevision write (reason ``FailedCreateRevision``...). So
+``kubectl describe`` and alerting on ``.status.conditions`` show why nothing happens. Conditions are replaced by
 type; ``lastTransitionTime`` changes only when ``status`` flips.
 
 A status written with a condition always carries the four counters apps/v1's schema marks
@@ -18,9 +20,10 @@ from typing import Any
 from dsctl.daemonset.access import as_list, as_map
 from dsctl_api.timefmt import format_rfc3339
 
-__all__ = ["INVALID", "REQUIRED_COUNTERS", "set_condition", "without_condition"]
+__all__ = ["INVALID", "REPLICA_FAILURE", "REQUIRED_COUNTERS", "set_condition", "without_condition"]
 
 INVALID = "Invalid"
+REPLICA_FAILURE = "ReplicaFailure"
 REQUIRED_COUNTERS = ("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady")
 
 

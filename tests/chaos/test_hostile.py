@@ -18,12 +18,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
-import yaml
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.errors import ApiError
@@ -31,12 +29,12 @@ from dsctl.kube.resources import EVENTS, crd_daemonsets
 from tests.builders import daemonset
 from tests.chaos.recount import settle_problems
 from tests.controllerproc import ControllerProcess
+from tests.crdfiles import write_crd_without_rules
 from tests.poll import eventually
 from tests.simproc import SimProcess
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-CRD_FILE = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "daemonsets.dsctl.io.yaml"
 RESOURCE = crd_daemonsets()
 NODES = 3
 MIB = 1024 * 1024
@@ -92,21 +90,10 @@ class CrdCluster:
     controller: ControllerProcess
 
 
-def _without_rules(node: Any) -> Any:
-    """A schema with every ``x-kubernetes-validations`` removed."""
-    if isinstance(node, dict):
-        return {k: _without_rules(v) for k, v in node.items() if k != "x-kubernetes-validations"}
-    if isinstance(node, list):
-        return [_without_rules(v) for v in node]
-    return node
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def crd(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[CrdCluster]:
     """Sim with the CRD, hostile and big DaemonSets created before the controller starts, then a healthy one."""
-    loose = tmp_path_factory.mktemp("crd") / "daemonsets.dsctl.io.yaml"
-    loose.write_text(yaml.safe_dump(_without_rules(yaml.safe_load(CRD_FILE.read_text(encoding="utf-8")))),
-                     encoding="utf-8")
+    loose = write_crd_without_rules(tmp_path_factory.mktemp("crd"))
     async with SimProcess(nodes=NODES, args=["--pod-startup-seconds", "0.1"]) as sim:
         await sim.kubectl("apply", "-f", str(loose))
         client = await KubeClient.from_config(kubeconfig=sim.kubeconfig, qps=500, burst=1000)
