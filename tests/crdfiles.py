@@ -1,9 +1,9 @@
 """The shipped dsctl.io/v1 CRD for tests, and the same CRD without its CEL rules and size bounds.
 
 Without ``x-kubernetes-validations`` and the ``maxLength``/``maxItems``/``maxProperties`` bounds
-that came with them, it is the CRD an older install (or a cluster too old for CEL rules) serves: values the current CRD refuses at the API, such as a malformed label
-value in the template, reach the controller there, and tests of the controller's own guards
-need that.
+that came with them, it is the CRD an older install (or a cluster too old for CEL rules)
+serves: values the current CRD refuses at the API, such as a malformed label value in the
+template, reach the controller there, and tests of the controller's own guards need that.
 """
 
 from __future__ import annotations
