@@ -32,7 +32,7 @@ from dsctl.sim.errors import (
     UnsupportedMediaType,
 )
 from dsctl.sim.fieldvalidation import PatchSource, check_declared_fields, field_validation
-from dsctl.sim.listing import list_body, list_chunks
+from dsctl.sim.listing import continue_expired, list_body, list_chunks
 from dsctl.sim.protobuf import ProtobufError, decode_delete_options, decode_object
 from dsctl.sim.routing import RequestInfo
 from dsctl.sim.state import ApiState
@@ -165,6 +165,10 @@ async def _list(request: web.BaseRequest, state: ApiState, info: RequestInfo) ->
         return storage.list_docs(key, namespace=info.namespace, label_selector=labels, field_selector=fields)
 
     if token:
+        if state.faults.take_compact_before_continue():
+            storage.compact()
+            state.paginator.compact()
+            raise continue_expired()
         page = state.paginator.next(token, limit=limit, scope=scope, floor=storage.table(key).floor,
                                     relist=relist)
     else:
