@@ -40,7 +40,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["SharedValues", "make_pod_projection", "project_node", "project_pod"]
+__all__ = ["PodProjection", "SharedValues", "make_pod_projection", "project_node", "project_pod"]
 
 Obj = dict[str, Any]
 _intern = sys.intern
@@ -63,16 +63,18 @@ class SharedValues:
         """The canonical value for ``key``, built by ``make()`` the first time."""
         found = self._table.get(key)
         if found is None:
-            if len(self._table) >= self.max_entries:
-                self._table.clear()
-            found = self._table[key] = make()
+            found = self.put(key, make())
         return found
+
+    def put(self, key: Hashable, value: Any) -> Any:
+        """Make ``value`` the canonical value for ``key`` (absent until now); return it."""
+        if len(self._table) >= self.max_entries:
+            self._table.clear()
+        self._table[key] = value
+        return value
 
     def __len__(self) -> int:
         return len(self._table)
-
-
-_SHARED = SharedValues()
 
 
 def _interned_map(values: dict[str, Any]) -> Obj:
@@ -81,27 +83,44 @@ def _interned_map(values: dict[str, Any]) -> Obj:
     }
 
 
-def _labels(labels: Any) -> Obj | None:
+# One table per kind of sub-object, so a key is the bare content (no tag to build).
+_LABELS = SharedValues()
+_OWNERS = SharedValues()
+_READY = SharedValues()
+_AFFINITY = SharedValues()
+
+
+def _labels(labels: Any, previous: Any = None) -> Obj | None:
     if not labels or labels.__class__ is not dict:
         return None
+    if previous is not None and previous == labels:
+        return previous  # type: ignore[no-any-return]
     try:
-        key = ("labels", *labels.items())
-        return _SHARED.get(key, lambda: _interned_map(labels))  # type: ignore[no-any-return]
+        key = tuple(labels.items())
+        found = _LABELS._table.get(key)
     except TypeError:  # a non-string value: not hashable, keep a private copy
         return _interned_map(labels)
+    if found is None:
+        found = _LABELS.put(key, _interned_map(labels))
+    return found  # type: ignore[no-any-return]
 
 
-def _owner_refs(refs: Any) -> list[Obj] | None:
+def _owner_refs(refs: Any, previous: Any = None) -> list[Obj] | None:
     if not refs or refs.__class__ is not list:
         return None
+    if previous is not None and previous == refs:
+        return previous  # type: ignore[no-any-return]
     try:
-        key = ("owners", *(tuple(r.items()) for r in refs))
+        key = tuple([tuple(r.items()) for r in refs])
+        found = _OWNERS._table.get(key)
     except (AttributeError, TypeError):
         return [_interned_map(r) for r in refs if isinstance(r, dict)]
-    return _SHARED.get(key, lambda: [_interned_map(r) for r in refs])  # type: ignore[no-any-return]
+    if found is None:
+        found = _OWNERS.put(key, [_interned_map(r) for r in refs])
+    return found  # type: ignore[no-any-return]
 
 
-def _ready_condition(status: Any) -> list[Obj] | None:
+def _ready_condition(status: Any, previous: Any = None) -> list[Obj] | None:
     conditions = status.get("conditions") if status.__class__ is dict else None
     if not conditions or conditions.__class__ is not list:
         return None
@@ -109,21 +128,27 @@ def _ready_condition(status: Any) -> list[Obj] | None:
         if cond.__class__ is dict and cond.get("type") == "Ready":
             state = cond.get("status")
             since = cond.get("lastTransitionTime")
-
-            def make(state: Any = state, since: Any = since) -> list[Obj]:
-                kept: Obj = {"type": "Ready", "status": state}
-                if since is not None:
-                    kept["lastTransitionTime"] = since
-                return [kept]
-
+            if previous.__class__ is list and len(previous) == 1:
+                kept = previous[0]
+                if (kept.__class__ is dict and kept.get("status") == state
+                        and kept.get("lastTransitionTime") == since):
+                    return previous
             try:
-                return _SHARED.get(("ready", state, since), make)  # type: ignore[no-any-return]
+                key = (state, since)
+                found = _READY._table.get(key)
             except TypeError:
-                return make()
+                found = None
+                key = None
+            if found is None:
+                made: Obj = {"type": "Ready", "status": state}
+                if since is not None:
+                    made["lastTransitionTime"] = since
+                found = [made] if key is None else _READY.put(key, [made])
+            return found
     return None
 
 
-def _metadata(meta: Any, annotations: tuple[str, ...]) -> Obj:
+def _metadata(meta: Any, annotations: tuple[str, ...], previous: Any = None) -> Obj:
     if meta.__class__ is not dict:
         return {}
     get = meta.get
@@ -143,10 +168,14 @@ def _metadata(meta: Any, annotations: tuple[str, ...]) -> Obj:
     value = get("deletionTimestamp")
     if value is not None:
         out["deletionTimestamp"] = value
-    labels = _labels(get("labels"))
+    if previous is not None:
+        labels = _labels(get("labels"), previous.get("labels"))
+        refs = _owner_refs(get("ownerReferences"), previous.get("ownerReferences"))
+    else:
+        labels = _labels(get("labels"))
+        refs = _owner_refs(get("ownerReferences"))
     if labels is not None:
         out["labels"] = labels
-    refs = _owner_refs(get("ownerReferences"))
     if refs is not None:
         out["ownerReferences"] = refs
     if annotations:
@@ -158,21 +187,28 @@ def _metadata(meta: Any, annotations: tuple[str, ...]) -> Obj:
     return out
 
 
-def _required_node_affinity(spec: Obj) -> Obj | None:
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+
+
+def _required_node_affinity(spec: Obj, previous: Any = None) -> Obj | None:
     affinity = spec.get("affinity")
     if affinity.__class__ is not dict:
         return None
     node_affinity = affinity.get("nodeAffinity")
     if node_affinity.__class__ is not dict:
         return None
-    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    required = node_affinity.get(_REQUIRED)
     if required is None:
         return None
-
-    def make() -> Obj:
-        return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
-
-    return _SHARED.get(("affinity", orjson.dumps(required)), make)  # type: ignore[no-any-return]
+    if previous is not None and len(previous) == 1:
+        kept = previous.get("nodeAffinity")
+        if kept.__class__ is dict and len(kept) == 1 and kept.get(_REQUIRED) == required:
+            return previous  # type: ignore[no-any-return]
+    key = orjson.dumps(required)
+    found = _AFFINITY._table.get(key)
+    if found is None:
+        found = _AFFINITY.put(key, {"nodeAffinity": {_REQUIRED: required}})
+    return found  # type: ignore[no-any-return]
 
 
 def _type_meta(obj: Obj) -> Obj:
@@ -186,20 +222,44 @@ def _type_meta(obj: Obj) -> Obj:
     return out
 
 
-def make_pod_projection(*, keep_annotations: Iterable[str] = ()) -> Callable[[Obj], Obj]:
-    """A pod projection that also keeps the named annotations."""
-    names = tuple(keep_annotations)
+def _sub(obj: Any, name: str) -> Any:
+    """``obj[name]`` when ``obj`` is a dict holding a dict there, else None."""
+    if obj is None:
+        return None
+    value = obj.get(name)
+    return value if value.__class__ is dict else None
 
-    def project(pod: Obj) -> Obj:
+
+class PodProjection:
+    """A pod projection (see the module docstring); keeps the annotations it was given.
+
+    ``projection(pod)`` projects a new pod. ``projection.update(pod, previous)`` projects a
+    new version of a cached pod: each shared sub-object equal to the one ``previous`` holds
+    (labels, ownerReferences, node affinity, Ready condition) is taken from ``previous``
+    instead of being looked up again, which is most of the cost of a watch update.
+    """
+
+    __slots__ = ("_annotations",)
+
+    def __init__(self, *, keep_annotations: Iterable[str] = ()) -> None:
+        self._annotations = tuple(keep_annotations)
+
+    def __call__(self, pod: Obj) -> Obj:
+        return self.update(pod, None)
+
+    def update(self, pod: Obj, previous: Obj | None) -> Obj:
+        """Project ``pod``, reusing what is unchanged since ``previous`` (its cached form)."""
         out = _type_meta(pod)
-        out["metadata"] = _metadata(pod.get("metadata"), names)
+        out["metadata"] = _metadata(pod.get("metadata"), self._annotations,
+                                    _sub(previous, "metadata"))
         spec = pod.get("spec")
         if spec.__class__ is dict:
             kept_spec: Obj = {}
             node = spec.get("nodeName")
             if node:
                 kept_spec["nodeName"] = _intern(node) if node.__class__ is _str else node
-            affinity = _required_node_affinity(spec)
+            prev_spec = _sub(previous, "spec")
+            affinity = _required_node_affinity(spec, _sub(prev_spec, "affinity"))
             if affinity is not None:
                 kept_spec["affinity"] = affinity
             out["spec"] = kept_spec
@@ -209,13 +269,18 @@ def make_pod_projection(*, keep_annotations: Iterable[str] = ()) -> Callable[[Ob
             phase = status.get("phase")
             if phase is not None:
                 kept_status["phase"] = _intern(phase) if phase.__class__ is _str else phase
-            ready = _ready_condition(status)
+            prev_status = _sub(previous, "status")
+            prev_ready = prev_status.get("conditions") if prev_status is not None else None
+            ready = _ready_condition(status, prev_ready or None)
             if ready is not None:
                 kept_status["conditions"] = ready
             out["status"] = kept_status
         return out
 
-    return project
+
+def make_pod_projection(*, keep_annotations: Iterable[str] = ()) -> PodProjection:
+    """A pod projection that also keeps the named annotations."""
+    return PodProjection(keep_annotations=keep_annotations)
 
 
 project_pod = make_pod_projection()

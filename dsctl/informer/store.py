@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from dsctl.api.pods import controller_ref
 
@@ -28,6 +28,7 @@ __all__ = [
     "Replacement",
     "Store",
     "Transform",
+    "UpdatingTransform",
     "by_node_name",
     "by_owner_uid",
     "object_key",
@@ -38,6 +39,18 @@ Objs = list[Obj]
 Keys = list[str]
 IndexFunc = Callable[[Mapping[str, Any]], Iterable[str]]
 Transform = Callable[[Obj], Obj]
+Prepare = Callable[[Obj, "Obj | None"], Obj]
+"""Turns an incoming object into its cached form, given the cached previous version if any."""
+
+
+@runtime_checkable
+class UpdatingTransform(Protocol):
+    """A transform that can also project a new version of a cached object faster, reusing
+    the parts that did not change (see ``projections.PodProjection``)."""
+
+    def __call__(self, obj: Obj, /) -> Obj: ...
+
+    def update(self, obj: Obj, previous: Obj | None, /) -> Obj: ...
 
 BY_NODE_NAME = "byNodeName"
 BY_OWNER_UID = "byOwnerUID"
@@ -54,12 +67,29 @@ def object_key(obj: Mapping[str, Any]) -> str:
 def by_node_name(obj: Mapping[str, Any]) -> list[str]:
     """Index function: the pod's ``spec.nodeName`` (unscheduled pods are filed under nothing)."""
     spec = obj.get("spec")
-    node = spec.get("nodeName") if isinstance(spec, Mapping) else None
-    return [node] if isinstance(node, str) and node else []
+    if spec.__class__ is dict or isinstance(spec, Mapping):
+        node = spec.get("nodeName")
+        if node.__class__ is str and node:
+            return [node]
+    return []
 
 
 def by_owner_uid(obj: Mapping[str, Any]) -> list[str]:
     """Index function: the UID of the controller ownerReference (pods and ControllerRevisions)."""
+    meta = obj.get("metadata")
+    if meta.__class__ is dict:
+        # The common shape (decoded JSON), read without the generic Mapping checks: this
+        # runs twice per cached update.
+        refs = meta.get("ownerReferences")
+        if not refs:
+            return []
+        if refs.__class__ is list:
+            for ref in refs:
+                if ref.__class__ is dict and ref.get("controller") is True:
+                    uid = ref.get("uid")
+                    return [uid] if uid.__class__ is str and uid else []
+            if all(ref.__class__ is dict for ref in refs):
+                return []
     ref = controller_ref(obj)
     uid = ref.get("uid") if ref is not None else None
     return [uid] if isinstance(uid, str) and uid else []
@@ -96,6 +126,7 @@ class Store:
         self._indexers: dict[str, IndexFunc] = dict(indexers or {})
         self._indexes: dict[str, dict[str, set[str]]] = {n: {} for n in self._indexers}
         self._transform = transform
+        self._update = transform.update if isinstance(transform, UpdatingTransform) else None
         self.resource_version: str = ""
         """The resourceVersion the store is known to be current at (list RV, then event RVs)."""
 
@@ -154,9 +185,29 @@ class Store:
 
     # -- writes (the reflector's) --------------------------------------------------------
 
-    def prepare(self, obj: Obj) -> Obj:
-        """Apply the store's transform (projection) to an incoming object."""
-        return self._transform(obj) if self._transform is not None else obj
+    @property
+    def transform(self) -> Transform | None:
+        """The projection applied to incoming objects, if any."""
+        return self._transform
+
+    def prepare(self, obj: Obj, previous: Obj | None = None) -> Obj:
+        """Apply the store's transform (projection) to an incoming object; ``previous``, the
+        cached version of the same object, lets a :class:`UpdatingTransform` reuse its parts."""
+        transform = self._transform
+        if transform is None:
+            return obj
+        if previous is not None and self._update is not None:
+            return self._update(obj, previous)
+        return transform(obj)
+
+    def put(self, key: str, new: Obj, old: Obj | None) -> None:
+        """Store the prepared ``new`` under ``key``, where ``old`` is what :meth:`get` returned
+        for it just before (the reflector's per-event path, which already looked it up)."""
+        self._items[key] = new
+        if old is None:
+            self._index_obj(key, new)
+        else:
+            self._reindex(key, old, new)
 
     def upsert(self, obj: Obj, *, prepared: bool = False) -> tuple[Obj | None, Obj]:
         """Store ``obj`` (transformed unless ``prepared``); return ``(old, stored)``."""
@@ -260,8 +311,9 @@ class Replacement:
         """The list starts again from its first page."""
         self._seen = set()
 
-    def apply(self, objects: Iterable[Obj], *, prepare: Transform | None) -> ReplaceResult:
-        """Write one page (raw objects, projected by ``prepare``; None if already prepared)."""
+    def apply(self, objects: Iterable[Obj], *, prepare: Prepare | None) -> ReplaceResult:
+        """Write one page (raw objects, projected by ``prepare(obj, cached)``; None if they
+        are already prepared)."""
         store = self._store
         items = store._items
         seen = self._seen
@@ -274,7 +326,7 @@ class Replacement:
                 rv = _rv(obj)
                 if rv is not None and rv == _rv(old):
                     continue
-            new = obj if prepare is None else prepare(obj)
+            new = obj if prepare is None else prepare(obj, old)
             items[key] = new
             if old is None:
                 store._index_obj(key, new)
