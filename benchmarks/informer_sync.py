@@ -103,7 +103,9 @@ async def sync_case(url: str, *, projected: bool, qps: float) -> dict[str, Any]:
     return result
 
 
-async def watch_case(url: str, *, events: int, qps: float, profile: str | None) -> dict[str, Any]:
+async def watch_case(
+    url: str, *, events: int, qps: float, profile: str | None, controller_gc: bool
+) -> dict[str, Any]:
     from dsctl.controller.controller import orphans_by_namespace
     from dsctl.informer import (
         BY_NODE_NAME,
@@ -136,6 +138,11 @@ async def watch_case(url: str, *, events: int, qps: float, profile: str | None) 
     profiler = cProfile.Profile() if profile else None
     pods.run()
     await pods.wait_for_sync()
+    if controller_gc:
+        from dsctl.app.collector import freeze_caches, tune_collector
+
+        tune_collector()
+        freeze_caches()
     cpu_started = time.process_time()
     if profiler is not None:
         profiler.enable()
@@ -147,7 +154,7 @@ async def watch_case(url: str, *, events: int, qps: float, profile: str | None) 
         profiler.dump_stats(profile)
     await pods.stop()
     await client.close()
-    return {"case": "watch", "events": seen, "seconds": round(elapsed, 2),
+    return {"case": "watch", "controller_gc": controller_gc, "events": seen, "seconds": round(elapsed, 2),
             "events_per_second": round(seen / elapsed), "cpu_seconds": round(cpu, 2),
             "events_per_cpu_second": round(seen / cpu)}
 
@@ -197,7 +204,7 @@ def child(args: argparse.Namespace) -> None:
                                        qps=args.qps))
     elif args.child == "watch":
         result = asyncio.run(watch_case(args.url, events=args.watch_events, qps=args.qps,
-                                        profile=args.profile))
+                                        profile=args.profile, controller_gc=args.controller_gc))
     else:
         result = asyncio.run(nodes_case(args.url, models=args.child == "nodes-models"))
     print(json.dumps(result), flush=True)
@@ -212,6 +219,8 @@ def main() -> None:
     parser.add_argument("--cases", default="sync-projected,sync-full,watch,nodes-dicts,"
                         "nodes-models")
     parser.add_argument("--profile", help="write a cProfile of the watch case's event phase here")
+    parser.add_argument("--controller-gc", action="store_true",
+                        help="watch case: the controller's GC settings (thresholds, freeze after sync)")
     parser.add_argument("--child")
     parser.add_argument("--url")
     args = parser.parse_args()
@@ -223,6 +232,7 @@ def main() -> None:
                         watch_events=args.watch_events) as url:
         for case in args.cases.split(","):
             extra = ["--profile", args.profile] if args.profile and case == "watch" else []
+            extra += ["--controller-gc"] if args.controller_gc else []
             result = run_child("informer_sync.py", "--child", case, "--url", url,
                                "--qps", str(args.qps), "--watch-events",
                                str(args.watch_events), *extra)
