@@ -40,7 +40,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["PodProjection", "SharedValues", "make_pod_projection", "project_node", "project_pod"]
+__all__ = ["SharedValues", "make_pod_projection", "project_node", "project_pod"]
 
 Obj = dict[str, Any]
 _intern = sys.intern
@@ -90,11 +90,9 @@ _READY = SharedValues()
 _AFFINITY = SharedValues()
 
 
-def _labels(labels: Any, previous: Any = None) -> Obj | None:
+def _labels(labels: Any) -> Obj | None:
     if not labels or labels.__class__ is not dict:
         return None
-    if previous is not None and previous == labels:
-        return previous  # type: ignore[no-any-return]
     try:
         key = tuple(labels.items())
         found = _LABELS._table.get(key)
@@ -105,11 +103,9 @@ def _labels(labels: Any, previous: Any = None) -> Obj | None:
     return found  # type: ignore[no-any-return]
 
 
-def _owner_refs(refs: Any, previous: Any = None) -> list[Obj] | None:
+def _owner_refs(refs: Any) -> list[Obj] | None:
     if not refs or refs.__class__ is not list:
         return None
-    if previous is not None and previous == refs:
-        return previous  # type: ignore[no-any-return]
     try:
         key = tuple([tuple(r.items()) for r in refs])
         found = _OWNERS._table.get(key)
@@ -120,7 +116,7 @@ def _owner_refs(refs: Any, previous: Any = None) -> list[Obj] | None:
     return found  # type: ignore[no-any-return]
 
 
-def _ready_condition(status: Any, previous: Any = None) -> list[Obj] | None:
+def _ready_condition(status: Any) -> list[Obj] | None:
     conditions = status.get("conditions") if status.__class__ is dict else None
     if not conditions or conditions.__class__ is not list:
         return None
@@ -128,11 +124,6 @@ def _ready_condition(status: Any, previous: Any = None) -> list[Obj] | None:
         if cond.__class__ is dict and cond.get("type") == "Ready":
             state = cond.get("status")
             since = cond.get("lastTransitionTime")
-            if previous.__class__ is list and len(previous) == 1:
-                kept = previous[0]
-                if (kept.__class__ is dict and kept.get("status") == state
-                        and kept.get("lastTransitionTime") == since):
-                    return previous
             try:
                 key = (state, since)
                 found = _READY._table.get(key)
@@ -148,7 +139,7 @@ def _ready_condition(status: Any, previous: Any = None) -> list[Obj] | None:
     return None
 
 
-def _metadata(meta: Any, annotations: tuple[str, ...], previous: Any = None) -> Obj:
+def _metadata(meta: Any, annotations: tuple[str, ...]) -> Obj:
     if meta.__class__ is not dict:
         return {}
     get = meta.get
@@ -168,12 +159,8 @@ def _metadata(meta: Any, annotations: tuple[str, ...], previous: Any = None) -> 
     value = get("deletionTimestamp")
     if value is not None:
         out["deletionTimestamp"] = value
-    if previous is not None:
-        labels = _labels(get("labels"), previous.get("labels"))
-        refs = _owner_refs(get("ownerReferences"), previous.get("ownerReferences"))
-    else:
-        labels = _labels(get("labels"))
-        refs = _owner_refs(get("ownerReferences"))
+    labels = _labels(get("labels"))
+    refs = _owner_refs(get("ownerReferences"))
     if labels is not None:
         out["labels"] = labels
     if refs is not None:
@@ -190,7 +177,7 @@ def _metadata(meta: Any, annotations: tuple[str, ...], previous: Any = None) -> 
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 
 
-def _required_node_affinity(spec: Obj, previous: Any = None) -> Obj | None:
+def _required_node_affinity(spec: Obj) -> Obj | None:
     affinity = spec.get("affinity")
     if affinity.__class__ is not dict:
         return None
@@ -200,10 +187,6 @@ def _required_node_affinity(spec: Obj, previous: Any = None) -> Obj | None:
     required = node_affinity.get(_REQUIRED)
     if required is None:
         return None
-    if previous is not None and len(previous) == 1:
-        kept = previous.get("nodeAffinity")
-        if kept.__class__ is dict and len(kept) == 1 and kept.get(_REQUIRED) == required:
-            return previous  # type: ignore[no-any-return]
     key = orjson.dumps(required)
     found = _AFFINITY._table.get(key)
     if found is None:
@@ -222,44 +205,20 @@ def _type_meta(obj: Obj) -> Obj:
     return out
 
 
-def _sub(obj: Any, name: str) -> Any:
-    """``obj[name]`` when ``obj`` is a dict holding a dict there, else None."""
-    if obj is None:
-        return None
-    value = obj.get(name)
-    return value if value.__class__ is dict else None
+def make_pod_projection(*, keep_annotations: Iterable[str] = ()) -> Callable[[Obj], Obj]:
+    """A pod projection that also keeps the named annotations."""
+    names = tuple(keep_annotations)
 
-
-class PodProjection:
-    """A pod projection (see the module docstring); keeps the annotations it was given.
-
-    ``projection(pod)`` projects a new pod. ``projection.update(pod, previous)`` projects a
-    new version of a cached pod: each shared sub-object equal to the one ``previous`` holds
-    (labels, ownerReferences, node affinity, Ready condition) is taken from ``previous``
-    instead of being looked up again, which is most of the cost of a watch update.
-    """
-
-    __slots__ = ("_annotations",)
-
-    def __init__(self, *, keep_annotations: Iterable[str] = ()) -> None:
-        self._annotations = tuple(keep_annotations)
-
-    def __call__(self, pod: Obj) -> Obj:
-        return self.update(pod, None)
-
-    def update(self, pod: Obj, previous: Obj | None) -> Obj:
-        """Project ``pod``, reusing what is unchanged since ``previous`` (its cached form)."""
+    def project(pod: Obj) -> Obj:
         out = _type_meta(pod)
-        out["metadata"] = _metadata(pod.get("metadata"), self._annotations,
-                                    _sub(previous, "metadata"))
+        out["metadata"] = _metadata(pod.get("metadata"), names)
         spec = pod.get("spec")
         if spec.__class__ is dict:
             kept_spec: Obj = {}
             node = spec.get("nodeName")
             if node:
                 kept_spec["nodeName"] = _intern(node) if node.__class__ is _str else node
-            prev_spec = _sub(previous, "spec")
-            affinity = _required_node_affinity(spec, _sub(prev_spec, "affinity"))
+            affinity = _required_node_affinity(spec)
             if affinity is not None:
                 kept_spec["affinity"] = affinity
             out["spec"] = kept_spec
@@ -269,18 +228,13 @@ class PodProjection:
             phase = status.get("phase")
             if phase is not None:
                 kept_status["phase"] = _intern(phase) if phase.__class__ is _str else phase
-            prev_status = _sub(previous, "status")
-            prev_ready = prev_status.get("conditions") if prev_status is not None else None
-            ready = _ready_condition(status, prev_ready or None)
+            ready = _ready_condition(status)
             if ready is not None:
                 kept_status["conditions"] = ready
             out["status"] = kept_status
         return out
 
-
-def make_pod_projection(*, keep_annotations: Iterable[str] = ()) -> PodProjection:
-    """A pod projection that also keeps the named annotations."""
-    return PodProjection(keep_annotations=keep_annotations)
+    return project
 
 
 project_pod = make_pod_projection()

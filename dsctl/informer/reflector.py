@@ -37,7 +37,7 @@ from typing import Any, Protocol
 import structlog
 
 from dsctl.informer.metrics import InformerMetrics
-from dsctl.informer.store import Replacement, ReplaceResult, Store, UpdatingTransform, object_key
+from dsctl.informer.store import Replacement, ReplaceResult, Store, object_key
 from dsctl.kube.errors import ApiError, ConnectionFailed, Gone, TooManyRequests
 from dsctl.kube.ratelimit import Backoff
 from dsctl.kube.resources import Resource
@@ -184,9 +184,7 @@ class Reflector:
         # Both gauges are read when scraped, so an event pays for neither a lock nor a clock.
         self._m_last.set_function(self._last_progress_wall)
         self._m_objects.set_function(store.__len__)
-        transform = store.transform
-        self._transform = transform
-        self._update = transform.update if isinstance(transform, UpdatingTransform) else None
+        self._transform = store.transform
         self._m_errors = metrics.errors
         self._label = label
         self._api_version = resource.api_version
@@ -448,13 +446,8 @@ class Reflector:
             if old is not None:
                 self.sink.on_delete(new)
             return
+        new = obj if transform is None else transform(obj)
         old = store.get(key)
-        if transform is None:
-            new = obj
-        elif old is not None and self._update is not None:
-            new = self._update(obj, old)
-        else:
-            new = transform(obj)
         store.put(key, new, old)
         if rv is not None:
             self.last_rv = rv
@@ -470,13 +463,13 @@ class Reflector:
             self.last_rv = rv
             self.store.resource_version = rv
 
-    def _prepare(self, obj: Obj, previous: Obj | None = None) -> Obj:
+    def _prepare(self, obj: Obj) -> Obj:
         """Fill in apiVersion/kind (list items come without them, watch objects with them),
         then apply the store's transform. The decoded object is ours to complete."""
         if "kind" not in obj:
             obj["apiVersion"] = self._api_version
             obj["kind"] = self._kind
-        return self.store.prepare(obj, previous)
+        return self.store.prepare(obj)
 
     def _mark_progress(self) -> None:
         self.last_progress = self._clock()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from dsctl.api.pods import controller_ref
 
@@ -28,7 +28,6 @@ __all__ = [
     "Replacement",
     "Store",
     "Transform",
-    "UpdatingTransform",
     "by_node_name",
     "by_owner_uid",
     "object_key",
@@ -39,18 +38,6 @@ Objs = list[Obj]
 Keys = list[str]
 IndexFunc = Callable[[Mapping[str, Any]], Iterable[str]]
 Transform = Callable[[Obj], Obj]
-Prepare = Callable[[Obj, "Obj | None"], Obj]
-"""Turns an incoming object into its cached form, given the cached previous version if any."""
-
-
-@runtime_checkable
-class UpdatingTransform(Protocol):
-    """A transform that can also project a new version of a cached object faster, reusing
-    the parts that did not change (see ``projections.PodProjection``)."""
-
-    def __call__(self, obj: Obj, /) -> Obj: ...
-
-    def update(self, obj: Obj, previous: Obj | None, /) -> Obj: ...
 
 BY_NODE_NAME = "byNodeName"
 BY_OWNER_UID = "byOwnerUID"
@@ -126,7 +113,6 @@ class Store:
         self._indexers: dict[str, IndexFunc] = dict(indexers or {})
         self._indexes: dict[str, dict[str, set[str]]] = {n: {} for n in self._indexers}
         self._transform = transform
-        self._update = transform.update if isinstance(transform, UpdatingTransform) else None
         self.resource_version: str = ""
         """The resourceVersion the store is known to be current at (list RV, then event RVs)."""
 
@@ -190,15 +176,9 @@ class Store:
         """The projection applied to incoming objects, if any."""
         return self._transform
 
-    def prepare(self, obj: Obj, previous: Obj | None = None) -> Obj:
-        """Apply the store's transform (projection) to an incoming object; ``previous``, the
-        cached version of the same object, lets a :class:`UpdatingTransform` reuse its parts."""
-        transform = self._transform
-        if transform is None:
-            return obj
-        if previous is not None and self._update is not None:
-            return self._update(obj, previous)
-        return transform(obj)
+    def prepare(self, obj: Obj) -> Obj:
+        """Apply the store's transform (projection) to an incoming object."""
+        return self._transform(obj) if self._transform is not None else obj
 
     def put(self, key: str, new: Obj, old: Obj | None) -> None:
         """Store the prepared ``new`` under ``key``, where ``old`` is what :meth:`get` returned
@@ -311,9 +291,8 @@ class Replacement:
         """The list starts again from its first page."""
         self._seen = set()
 
-    def apply(self, objects: Iterable[Obj], *, prepare: Prepare | None) -> ReplaceResult:
-        """Write one page (raw objects, projected by ``prepare(obj, cached)``; None if they
-        are already prepared)."""
+    def apply(self, objects: Iterable[Obj], *, prepare: Transform | None) -> ReplaceResult:
+        """Write one page (raw objects, projected by ``prepare``; None if already prepared)."""
         store = self._store
         items = store._items
         seen = self._seen
@@ -326,7 +305,7 @@ class Replacement:
                 rv = _rv(obj)
                 if rv is not None and rv == _rv(old):
                     continue
-            new = obj if prepare is None else prepare(obj, old)
+            new = obj if prepare is None else prepare(obj)
             items[key] = new
             if old is None:
                 store._index_obj(key, new)

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
-
-import pytest
 
 from dsctl.api.pods import controller_ref, is_pod_ready
 from dsctl.informer.projections import make_pod_projection, project_node, project_pod
@@ -119,46 +116,3 @@ def test_label_strings_are_interned() -> None:
     b = project_pod({"metadata": {"name": "b", "labels": {"k": "".join(["v", "1"])}}})
     assert a["metadata"]["labels"]["k"] is b["metadata"]["labels"]["k"]
 
-
-def _changed(change: Any) -> dict[str, Any]:
-    pod = copy.deepcopy(FULL_POD)
-    change(pod)
-    return pod
-
-
-@pytest.mark.parametrize("change", [
-    pytest.param(lambda p: None, id="unchanged"),
-    pytest.param(lambda p: p["metadata"]["labels"].update(app="y"), id="label-changed"),
-    pytest.param(lambda p: p["metadata"].pop("labels"), id="labels-removed"),
-    pytest.param(lambda p: p["metadata"]["ownerReferences"][0].update(controller=False), id="owner-released"),
-    pytest.param(lambda p: p["metadata"].pop("ownerReferences"), id="owners-removed"),
-    pytest.param(lambda p: p["status"]["conditions"][1].update(status="False"), id="ready-flipped"),
-    pytest.param(lambda p: p["status"]["conditions"][1].update(lastTransitionTime="t2"), id="ready-since"),
-    pytest.param(lambda p: p["status"].pop("conditions"), id="conditions-removed"),
-    pytest.param(lambda p: p["spec"]["affinity"]["nodeAffinity"][
-        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchFields"][0].update(
-            values=["n2"]), id="target-node-changed"),
-    pytest.param(lambda p: p["spec"].pop("affinity"), id="affinity-removed"),
-    pytest.param(lambda p: p["spec"].update(nodeName="n9"), id="bound-elsewhere"),
-])
-def test_update_projects_like_a_fresh_projection(change: Any) -> None:
-    """Projecting a new version against the cached one gives exactly the fresh projection,
-    and reuses the cached sub-objects that did not change."""
-    projection = make_pod_projection(keep_annotations=("other",))
-    cached = projection(copy.deepcopy(FULL_POD))
-    new = _changed(change)
-    updated = projection.update(copy.deepcopy(new), cached)
-    assert updated == projection(copy.deepcopy(new))
-    labels = updated["metadata"].get("labels")
-    if labels == cached["metadata"]["labels"]:
-        assert labels is cached["metadata"]["labels"]
-    conditions = updated["status"].get("conditions")
-    if conditions == cached["status"]["conditions"]:
-        assert conditions is cached["status"]["conditions"]
-
-
-def test_update_ignores_a_previous_of_another_shape() -> None:
-    """A previous version that is not a projection (full object) is never reused wholesale."""
-    projection = make_pod_projection()
-    updated = projection.update(copy.deepcopy(FULL_POD), copy.deepcopy(FULL_POD))
-    assert updated == projection(copy.deepcopy(FULL_POD))
