@@ -177,6 +177,33 @@ def _metadata(meta: Any, annotations: tuple[str, ...]) -> Obj:
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 
 
+def _target_node(required: Any) -> str | None:
+    """The node of the one-term affinity a DaemonSet controller writes
+    (``matchFields: [{key: metadata.name, operator: In, values: [node]}]``), else None.
+
+    That shape is nearly every daemon pod's, and naming it by its node is cheaper than
+    encoding it; any other shape is keyed by its JSON (bytes, never equal to a str key)."""
+    if required.__class__ is not dict or len(required) != 1:
+        return None
+    terms = required.get("nodeSelectorTerms")
+    if terms.__class__ is not list or len(terms) != 1:
+        return None
+    term = terms[0]
+    if term.__class__ is not dict or len(term) != 1:
+        return None
+    fields = term.get("matchFields")
+    if fields.__class__ is not list or len(fields) != 1:
+        return None
+    req = fields[0]
+    if (req.__class__ is not dict or len(req) != 3 or req.get("key") != "metadata.name"
+            or req.get("operator") != "In"):
+        return None
+    values = req.get("values")
+    if values.__class__ is not list or len(values) != 1 or values[0].__class__ is not str:
+        return None
+    return values[0]
+
+
 def _required_node_affinity(spec: Obj) -> Obj | None:
     affinity = spec.get("affinity")
     if affinity.__class__ is not dict:
@@ -187,7 +214,7 @@ def _required_node_affinity(spec: Obj) -> Obj | None:
     required = node_affinity.get(_REQUIRED)
     if required is None:
         return None
-    key = orjson.dumps(required)
+    key = _target_node(required) or orjson.dumps(required)
     found = _AFFINITY._table.get(key)
     if found is None:
         found = _AFFINITY.put(key, {"nodeAffinity": {_REQUIRED: required}})
