@@ -14,6 +14,14 @@ Knobs (all settable from the CLI and at run time through ``GET``/``PUT /sim/faul
   instead of kube-apiserver's usual 200 stream carrying an ERROR event.
 - ``retry_after_seconds`` for injected 429s; a rule's own ``retry_after`` overrides it, so
   one resource can be throttled for a minute while the others are told to wait a second.
+- ``compact_before_continue``: the next N list requests carrying a ``continue`` token compact
+  the history first, so their token expires (410 Expired) as when etcd compacts in the middle
+  of a paginated list; their client must start the list again.
+- ``too_large_rv_watches``: the next N watches from a resourceVersion are answered as by an
+  apiserver whose watch cache lags behind that resourceVersion (after a failover): an in-stream
+  ERROR with 504 Timeout "Too large resource version" and the ``ResourceVersionTooLarge`` cause.
+
+The two counters count down as they fire (``GET /sim/faults`` shows what is left).
 
 Randomness comes from one seeded ``random.Random``, so a seeded run fails the same requests.
 """
@@ -106,6 +114,8 @@ class FaultConfig:
     watch_drop_seconds: float = 0.0
     gone_as_http: bool = False
     retry_after_seconds: int = 1
+    compact_before_continue: int = 0
+    too_large_rv_watches: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """The JSON shape served by ``GET /sim/faults``."""
@@ -137,12 +147,16 @@ class FaultConfig:
                 watch_drop_seconds=float(data.get("watch_drop_seconds", 0.0)),
                 gone_as_http=bool(data.get("gone_as_http", False)),
                 retry_after_seconds=int(data.get("retry_after_seconds", 1)),
+                compact_before_continue=int(data.get("compact_before_continue", 0)),
+                too_large_rv_watches=int(data.get("too_large_rv_watches", 0)),
             )
         except (AttributeError, TypeError, ValueError) as err:
             raise BadRequest(f"bad fault config: {err}") from err
         if min(cfg.latency_ms, cfg.watch_event_latency_ms, cfg.watch_drop_seconds,
                *cfg.verb_latency_ms.values(), *cfg.resource_latency_ms.values(), 0.0) < 0:
             raise BadRequest("fault latencies and intervals must not be negative")
+        if min(cfg.compact_before_continue, cfg.too_large_rv_watches) < 0:
+            raise BadRequest("fault counters must not be negative")
         return cfg
 
 
@@ -162,6 +176,22 @@ class Faults:
             by_resource = cfg.resource_latency_ms
             extra = by_resource.get(resource, 0.0) or by_resource.get(f"{group}/{resource}", 0.0)
         return (cfg.latency_ms + cfg.verb_latency_ms.get(verb, 0.0) + extra) / 1000.0
+
+    def take_compact_before_continue(self) -> bool:
+        """Whether this continue request compacts the history first (one use of the counter)."""
+        if self.config.compact_before_continue <= 0:
+            return False
+        self.config.compact_before_continue -= 1
+        self.injected += 1
+        return True
+
+    def take_too_large_rv(self) -> bool:
+        """Whether this watch from a resourceVersion gets the 504 (one use of the counter)."""
+        if self.config.too_large_rv_watches <= 0:
+            return False
+        self.config.too_large_rv_watches -= 1
+        self.injected += 1
+        return True
 
     def error_for(self, verb: str, resource: str, group: str) -> StorageError | None:
         """The injected error for this request, if the dice say so."""

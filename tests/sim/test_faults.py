@@ -124,6 +124,39 @@ async def test_compact_expires_open_watches(api: Api) -> None:
     assert events[-1]["type"] == "ERROR" and events[-1]["object"]["code"] == 410
 
 
+async def test_too_large_rv_watches_answers_504_once(api: Api) -> None:
+    """too_large_rv_watches answers the next watch from a resourceVersion as kube-apiserver's
+    NewTooLargeResourceVersionError does (in-stream 504 Timeout, typed cause), then counts down."""
+    rv = (await api.ok("GET", PODS))["metadata"]["resourceVersion"]
+    await api.ok("PATCH", "/sim/faults", {"too_large_rv_watches": 1})
+    status, events = await read_watch(api.http, f"{api.url}{PODS}?watch=1&resourceVersion={rv}")
+    assert status == 200 and [e["type"] for e in events] == ["ERROR"]
+    error = events[0]["object"]
+    assert (error["code"], error["reason"]) == (504, "Timeout")
+    assert error["message"].startswith("Timeout: Too large resource version: ")
+    cause = {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+    assert error["details"]["causes"] == [cause]
+    assert (await api.ok("GET", "/sim/faults"))["too_large_rv_watches"] == 0
+    status, events = await read_watch(api.http, f"{api.url}{PODS}?watch=1&resourceVersion={rv}&timeoutSeconds=1")
+    assert status == 200 and events == []
+
+
+async def test_compact_before_continue_expires_the_token(api: Api) -> None:
+    """compact_before_continue refuses the next continue with 410 Expired (its list outlived a
+    compaction); a new list from page one then works."""
+    for name in ("a", "b", "c"):
+        await api.ok("POST", PODS, pod(name))
+    first = await api.ok("GET", f"{PODS}?limit=1")
+    token = first["metadata"]["continue"]
+    await api.ok("PATCH", "/sim/faults", {"compact_before_continue": 1})
+    status, body = await api.call("GET", f"{PODS}?limit=1&continue={token}")
+    assert (status, body["reason"]) == (410, "Expired")
+    assert "continue parameter is too old" in body["message"]
+    assert (await api.ok("GET", "/sim/faults"))["compact_before_continue"] == 0
+    again = await api.ok("GET", f"{PODS}?limit=1")
+    assert (await api.ok("GET", f"{PODS}?limit=5&continue={again['metadata']['continue']}"))["items"]
+
+
 async def test_faults_round_trip_and_validation(api: Api) -> None:
     """GET returns what PUT set; PATCH changes one knob; bad configs are 400."""
     await api.ok("PUT", "/sim/faults", {"latency_ms": 1, "watch_drop_seconds": 30})
