@@ -38,6 +38,7 @@ class Settings:
     kube_api_qps: float = _opt(100.0, "Client-side request rate limit, requests per second.")
     kube_api_burst: int = _opt(200, "Client-side burst above the QPS limit.")
     burst_replicas: int = _opt(250, "Most pod creates or deletes one sync may issue.")
+    list_page_size: int = _opt(500, "Objects per page when an informer lists (client-go's reflector uses 500).")
     metrics_bind_address: str = _opt(":8080", "host:port for /metrics. '0' disables it.")
     health_probe_bind_address: str = _opt(":8081", "host:port for /healthz and /readyz. '0' disables.")
     leader_elect: bool = _opt(False, "Run leader election; only the leader writes.")
@@ -69,6 +70,8 @@ class Settings:
             raise ConfigError("--kube-api-qps must be > 0 and --kube-api-burst >= 1")
         if self.burst_replicas < 1:
             raise ConfigError("--burst-replicas must be at least 1")
+        if self.list_page_size < 1:
+            raise ConfigError(f"--list-page-size must be at least 1, not {self.list_page_size}")
         lease, renew, retry = (
             self.leader_elect_lease_duration,
             self.leader_elect_renew_deadline,

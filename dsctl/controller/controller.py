@@ -113,17 +113,18 @@ class DaemonSetController:
                                      still_current=self._still_current, signals=self.signals)
         # A slow resync re-delivers every DaemonSet: the safety net of a level-triggered
         # controller for anything a missed event or a bug would otherwise leave unreconciled.
+        page = settings.list_page_size
         self.daemonsets = Informer(client, resource, namespace=namespace, registry=registry,
-                                   resync_period=DAEMONSET_RESYNC_SECONDS)
+                                   resync_period=DAEMONSET_RESYNC_SECONDS, page_size=page)
         self.pods = Informer(
-            client, PODS, namespace=namespace, registry=registry,
+            client, PODS, namespace=namespace, registry=registry, page_size=page,
             indexers={BY_NODE_NAME: by_node_name, BY_OWNER_UID: by_owner_uid,
                       ORPHANS_BY_NAMESPACE: orphans_by_namespace},
             transform=make_pod_projection(),
         )
-        self.nodes = Informer(client, NODES, registry=registry, transform=project_node)
+        self.nodes = Informer(client, NODES, registry=registry, transform=project_node, page_size=page)
         self.revisions = Informer(
-            client, CONTROLLER_REVISIONS, namespace=namespace, registry=registry,
+            client, CONTROLLER_REVISIONS, namespace=namespace, registry=registry, page_size=page,
             indexers={BY_OWNER_UID: by_owner_uid, ORPHANS_BY_NAMESPACE: orphans_by_namespace},
         )
         self.informers = (self.daemonsets, self.pods, self.nodes, self.revisions)

@@ -27,6 +27,10 @@ class ControllerSettings(Protocol):
         """Most creates or deletes per sync."""
 
     @property
+    def list_page_size(self) -> int:
+        """Objects per page when an informer lists."""
+
+    @property
     def direct_binding(self) -> bool:
         """Set ``spec.nodeName`` on new pods instead of the node-name affinity alone."""
 

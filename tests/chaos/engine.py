@@ -184,6 +184,21 @@ class _Run:
         async with self.admin:
             self.note(f"compacted at rv {await self.sim.compact(expire_watches=True)}")
 
+    async def _do_forced_relist(self, step: Step) -> None:
+        pages = int(step.params["expired_pages"])
+        async with self.admin:
+            await self.sim.patch_faults(compact_before_continue=pages)
+            rv = await self.sim.compact(expire_watches=True)
+        self.note(f"forced relist at rv {rv}: watches ended with 410, next {pages} continue tokens expire")
+
+        async def expired_all() -> bool:
+            async with self.admin:
+                return int((await self.sim.faults()).get("compact_before_continue", 0)) == 0
+
+        # The relist must have run into the expired tokens (and started over), or the step proved nothing.
+        await eventually(expired_all, timeout=30, interval=0.2, message="the controller's relist to hit expired tokens")
+        self.note("end forced_relist")
+
     async def _do_apiserver_restart(self, step: Step) -> None:
         seconds = float(step.params["seconds"])
         async with self.admin:
@@ -353,7 +368,7 @@ async def run_scenario(scenario: Scenario, *, bound: float | None = None,
             # cache lagged behind the infra taint would rightly keep a pod it placed there
             # (NoSchedule does not evict), which is not the settled state this suite asks for.
             await _setup(scenario, client)
-            async with Replicas(kubeconfig, count=scenario.replicas) as replicas, \
+            async with Replicas(kubeconfig, count=scenario.replicas, args=list(scenario.controller_args)) as replicas, \
                     ChaosChecker(client) as checker:
                 run = _Run(scenario, sim=sim, client=client, replicas=replicas, checker=checker, result=result,
                            tokens=tokens)

@@ -34,18 +34,18 @@ _FIRST_THEMES = (
     "node-join", "node-delete", "taint-flap", "label-flap", "notready-flap", "template-churn", "rollback",
     "strategy-switch", "recreate", "token-rotation", "mixed",
 )
-THEMES = (*_FIRST_THEMES, "apiserver-restart", "lease-faults")
+THEMES = (*_FIRST_THEMES, "apiserver-restart", "lease-faults", "forced-relist")
 """Every theme; ``mixed`` draws several faults of any kind."""
 
-CI_THEMES = (*_FIRST_THEMES, "kill", "mixed", "apiserver-restart", "lease-faults")
-"""The CI-sized run: every theme once, plus a second kill and a second mix (23 scenarios). Themes
+CI_THEMES = (*_FIRST_THEMES, "kill", "mixed", "apiserver-restart", "lease-faults", "forced-relist")
+"""The CI-sized run: every theme once, plus a second kill and a second mix (24 scenarios). Themes
 added later go last, so the earlier scenarios keep their index and seed."""
 
 FAULT_KINDS = (
     "drop_watches", "watch_drop_interval", "errors_500", "errors_429", "conflicts_409", "latency", "compaction",
     "kill", "failover", "node_join", "node_delete", "taint_flap", "label_flap", "notready_flap",
     "template_change", "rollback", "strategy_switch", "recreate", "token_rotation", "apiserver_restart",
-    "lease_500", "lease_429", "lease_latency",
+    "lease_500", "lease_429", "lease_latency", "forced_relist",
 )
 """Step kinds that count as injected faults (``rollout`` steps start the rollouts, not counted)."""
 
@@ -75,12 +75,16 @@ _THEME_KINDS: dict[str, tuple[str, ...]] = {
     "token-rotation": ("token_rotation",),
     "apiserver-restart": ("apiserver_restart",),
     "lease-faults": LEASE_KINDS,
+    "forced-relist": ("forced_relist",),
 }
 # Extras mixed into any scenario: everything but the kinds that need two replicas from the start.
 # The CI list draws from the kinds it had before the apiserver restart, so its scenarios stay as
 # they were; the soak draws from all of them but the Lease faults (which need two replicas).
-_EXTRA_KINDS = tuple(k for k in FAULT_KINDS if k not in ("apiserver_restart", *TWO_REPLICA_KINDS))
-_LONG_EXTRA_KINDS = (*_EXTRA_KINDS, "apiserver_restart")
+_EXTRA_KINDS = tuple(k for k in FAULT_KINDS if k not in ("apiserver_restart", "forced_relist", *TWO_REPLICA_KINDS))
+_LONG_EXTRA_KINDS = (*_EXTRA_KINDS, "apiserver_restart", "forced_relist")
+RELIST_PAGE_SIZE = 4
+"""``--list-page-size`` of the controllers in a scenario with a forced relist: chaos clusters hold
+tens of objects, so only small pages make a list span pages and a continue token expire."""
 LEASE_DURATION = 3.0
 """The chaos replicas' lease duration (``tests.chaos.replicas.LEADER_ARGS``)."""
 # Writes the controller makes; error rules target these (never leases: a leader that cannot renew
@@ -135,6 +139,8 @@ class Scenario:
     steps: tuple[Step, ...]
     blue_nodes: tuple[str, ...] = ()
     infra_nodes: tuple[str, ...] = ()
+    controller_args: tuple[str, ...] = ()
+    """Extra ``dsctl run`` flags for this scenario's controllers."""
 
     def replay(self, *, long: bool = False) -> str:
         """The one-line command that runs this scenario again."""
@@ -267,6 +273,9 @@ class _Builder:
                 "duration": duration}))
         elif kind == "compaction":
             steps.append(Step(self.at(), kind))
+        elif kind == "forced_relist":
+            # Every watch ends with 410 and the next continue requests find their token expired.
+            steps.append(Step(self.at(), kind, params={"expired_pages": rng.randint(1, 3)}))
         elif kind in ("kill", "failover"):
             # Early in the window, while the opening rollout is still under way.
             steps.append(Step(self.at(0.02, 0.4), kind, params={"pause": round(rng.uniform(0.0, 1.0), 2)}))
@@ -358,8 +367,10 @@ def generate(seed: int, *, theme: str, index: int = 0, long: bool = False) -> Sc
     rollouts = [Step(0.0, "rollout", target=d.name) for d in specs]
     steps = tuple(sorted([*rollouts, *builder.steps], key=lambda s: s.at))
     replicas = 2 if any(s.kind in TWO_REPLICA_KINDS for s in steps) else 1
+    relist = any(s.kind == "forced_relist" for s in steps)
     return Scenario(
         id=f"s{index:03d}-{theme}", seed=seed, theme=theme, nodes=nodes,
         pod_startup=rng.choice([0.1, 0.2, 0.3]), replicas=replicas, window=window,
         daemonsets=tuple(specs), steps=steps, blue_nodes=tuple(blue), infra_nodes=tuple(infra),
+        controller_args=("--list-page-size", str(RELIST_PAGE_SIZE)) if relist else (),
     )
