@@ -262,13 +262,9 @@ def _nonzero(field: str) -> str:
     return f"(type(self.{field}) == int ? self.{field} != 0 : self.{field}.matches('^0*[1-9][0-9]*%?$'))"
 
 
-def _node_selector_requirement_rules() -> list[dict[str, Any]]:
+def _values_rules() -> list[dict[str, Any]]:
+    """``values`` against ``operator``, as label and node selector requirements both check them."""
     return [
-        {
-            "rule": "self.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist', 'Gt', 'Lt']",
-            "fieldPath": ".operator",
-            "message": "not a valid selector operator",
-        },
         {
             "rule": "!(self.operator in ['In', 'NotIn']) || (has(self.values) && size(self.values) > 0)",
             "fieldPath": ".values",
@@ -281,6 +277,17 @@ def _node_selector_requirement_rules() -> list[dict[str, Any]]:
             "reason": "FieldValueForbidden",
             "message": "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
         },
+    ]
+
+
+def _node_selector_requirement_rules() -> list[dict[str, Any]]:
+    return [
+        {
+            "rule": "self.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist', 'Gt', 'Lt']",
+            "fieldPath": ".operator",
+            "message": "not a valid selector operator",
+        },
+        *_values_rules(),
         {
             "rule": "!(self.operator in ['Gt', 'Lt']) || (has(self.values) && size(self.values) == 1)",
             "fieldPath": ".values",
@@ -344,18 +351,7 @@ RULES: dict[str, list[dict[str, Any]]] = {
             "fieldPath": ".operator",
             "message": "not a valid selector operator",
         },
-        {
-            "rule": "!(self.operator in ['In', 'NotIn']) || (has(self.values) && size(self.values) > 0)",
-            "fieldPath": ".values",
-            "reason": "FieldValueRequired",
-            "message": "must be specified when `operator` is 'In' or 'NotIn'",
-        },
-        {
-            "rule": "!(self.operator in ['Exists', 'DoesNotExist']) || !has(self.values) || size(self.values) == 0",
-            "fieldPath": ".values",
-            "reason": "FieldValueForbidden",
-            "message": "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-        },
+        *_values_rules(),
         _qualified_key_rule(),
     ],
     "spec.selector.matchExpressions[].values[]": [_LABEL_VALUE_RULE],

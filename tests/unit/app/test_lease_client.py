@@ -17,17 +17,6 @@ LEASE_PATH = "/apis/coordination.k8s.io/v1/namespaces/default/leases/dsctl"
 
 
 @pytest.fixture
-async def server() -> AsyncIterator[FakeServer]:
-    """A scriptable HTTP server on 127.0.0.1."""
-    fake = FakeServer()
-    await fake.start()
-    try:
-        yield fake
-    finally:
-        await fake.stop()
-
-
-@pytest.fixture
 async def client(server: FakeServer, tmp_path: Path) -> AsyncIterator[KubeClient]:
     """The elector's client as the runner builds it (renew deadline 10 s, retry period 2 s)."""
     path = write_kubeconfig(tmp_path / "kubeconfig", server.url)

@@ -21,17 +21,6 @@ def registry() -> CollectorRegistry:
 
 
 @pytest.fixture
-async def server() -> AsyncIterator[FakeServer]:
-    """A scriptable HTTP server on 127.0.0.1."""
-    fake = FakeServer()
-    await fake.start()
-    try:
-        yield fake
-    finally:
-        await fake.stop()
-
-
-@pytest.fixture
 def retry_policy() -> RetryPolicy:
     """Fast retries (four attempts, 10-20 ms apart); a test module may override this fixture."""
     return RetryPolicy(max_attempts=4, backoff_base=0.01, backoff_cap=0.02)
