@@ -32,8 +32,15 @@ from dsctl.daemonset.eligibility import Eligibility, Fit
 from dsctl.daemonset.expectations import Expectations
 from dsctl.daemonset.manage import plan_manage
 from dsctl.daemonset.ownership import adopt_patch, claim, release_patch
-from dsctl.daemonset.plan import Plan, merge_plans, soonest
+from dsctl.daemonset.plan import Plan, Status, merge_plans, soonest
 from dsctl.daemonset.podsort import group_by_node
+from dsctl.daemonset.progress import plan_progress, progressing_condition, with_progress
+from dsctl.daemonset.speclimits import (
+    DEFAULT_PROGRESS_DEADLINE_SECONDS,
+    burst_replicas,
+    effective_burst,
+    progress_deadline_seconds,
+)
 from dsctl.daemonset.status import availability_requeue, compute_status, status_changed, status_with
 from dsctl.daemonset.update import InvalidRollout, plan_rolling_update
 from dsctl.daemonset.validation import Problem, validate_daemonset
@@ -51,6 +58,7 @@ from .executor import PlanExecutor
 from .handlers import Handlers
 from .metrics import StatusMetrics
 from .outcome import Done, Outcome, Retry, Terminal
+from .progressmetrics import RolloutStuckMetric
 from .recorder import EventRecorder
 from .settings import ControllerSettings
 from .workers import WorkerPool
@@ -115,6 +123,9 @@ class DaemonSetController:
         )
         self.informers = (self.daemonsets, self.pods, self.nodes, self.revisions)
         self.status_metrics = StatusMetrics(registry)
+        self.stuck_metric = RolloutStuckMetric(registry)
+        # key -> last progress time of its rollout, for apps/v1 where lastUpdateTime is pruned.
+        self._progress_at: dict[str, float] = {}
         self.handlers = Handlers(
             ds_kind=resource.kind,
             get_daemonset=self.daemonsets.store.get,
@@ -207,6 +218,8 @@ class DaemonSetController:
         if cached is None:
             self.expectations.delete(key)
             self.status_metrics.forget(key)
+            self.stuck_metric.forget(key)
+            self._progress_at.pop(key, None)
             self._written.pop(key, None)
             return Done()
         freshest = self._freshest(key, cached)
@@ -250,7 +263,8 @@ class DaemonSetController:
             requeue_now = False
         if not satisfied:
             try:
-                await self._write_status(ds, nodes, by_node, history.hash, fits=fits, now=now, observed=False)
+                await self._write_status(ds, nodes, by_node, history.hash, fits=fits, now=now, observed=False,
+                                         created=history.create is not None)
             except errors.ApiError as exc:
                 return Retry(f"status: {exc}")
             bound.debug("sync_expectations_pending", relabelled=len(history.pod_patches))
@@ -271,12 +285,13 @@ class DaemonSetController:
             plan = merge_plans([plan, update])
         for step in plan.backoff_steps:
             self.backoff.next(step, now=now)
-        result = await self.executor.execute(key=key, ds=ds, plan=plan, hash_=history.hash)
+        result = await self.executor.execute(key=key, ds=ds, plan=plan, hash_=history.hash,
+                                             burst=self._burst(ds))
         if not result.errors:
             await self._cleanup_history(ds, history, pods)
         try:
             status_requeue = await self._write_status(ds, nodes, by_node, history.hash, fits=fits, now=now,
-                                                      observed=True)
+                                                      observed=True, created=history.create is not None)
         except errors.ApiError as exc:
             result.errors.append(f"status: {exc}")
             status_requeue = None
@@ -296,6 +311,40 @@ class DaemonSetController:
             self.recorder.record(ds, "Warning", "InvalidRolloutControl",
                                  f"{exc.field}: {exc.message}; the rolling update is held until it is fixed")
             return RolloutControls(paused=True)
+
+    def _burst(self, ds: Obj) -> int:
+        """min(--burst-replicas, the DaemonSet's burstReplicas); an unreadable one is reported."""
+        try:
+            burst_replicas(ds)
+        except InvalidControl as exc:
+            self.recorder.record(ds, "Warning", "InvalidRolloutControl",
+                                 f"{exc.field}: {exc.message}; --burst-replicas applies")
+        return effective_burst(ds, global_burst=self.settings.burst_replicas)
+
+    def _deadline(self, ds: Obj) -> int:
+        """The DaemonSet's progressDeadlineSeconds; an unreadable one falls back to the default."""
+        try:
+            return progress_deadline_seconds(ds)
+        except InvalidControl:
+            return DEFAULT_PROGRESS_DEADLINE_SECONDS
+
+    def _progress(self, ds: Obj, old: Mapping[str, Any], status: Status, hash_: str, *, created: bool,
+                  now: float) -> tuple[dict[str, Any], float | None]:
+        """``old`` with its Progressing condition brought up to date, and when to look again."""
+        meta = ds["metadata"]
+        key = f"{meta.get('namespace', '')}/{meta['name']}"
+        try:
+            controls = rollout_controls(ds)
+            held = "paused" if controls.paused else ("held" if controls.holds_back else None)
+        except InvalidControl:
+            held = "paused"  # the rolling update is held until it is fixed (see _controls)
+        progress = plan_progress(previous=progressing_condition(old), old=Status.from_fields(old), new=status,
+                                 revision=f"{meta['name']}-{hash_}", created=created, held=held,
+                                 deadline=self._deadline(ds), now=now, remembered=self._progress_at.get(key))
+        if progress.updated_at is not None:
+            self._progress_at[key] = progress.updated_at
+        self.stuck_metric.observe(key, stuck=progress.stuck)
+        return with_progress(old, progress.condition), progress.requeue_after
 
     async def _refuse(self, ds: Obj, problems: list[Problem]) -> Outcome:
         """Leave an unreconcilable DaemonSet alone, saying why in events and a condition."""
@@ -497,15 +546,17 @@ class DaemonSetController:
 
     async def _write_status(
         self, ds: Obj, nodes: Sequence[Obj], by_node: Mapping[str, Sequence[Obj]], hash_: str,
-        *, fits: Mapping[str, Fit], now: float, observed: bool,
+        *, fits: Mapping[str, Fit], now: float, observed: bool, created: bool = False,
     ) -> float | None:
-        """Write status if it changed; returns a requeue delay for minReadySeconds, if any."""
+        """Write status if it changed; returns a requeue delay for minReadySeconds or the
+        progress deadline, if any."""
         meta = ds["metadata"]
         generation = int(meta.get("generation") or 0)
         status = compute_status(ds=ds, nodes=nodes, pods_by_node=by_node, hash=hash_, now=now, fits=fits)
         self.status_metrics.observe(f"{meta.get('namespace', '')}/{meta['name']}", status)
         old = ds.get("status") or {}
-        base = without_condition(old, INVALID)
+        base, deadline_requeue = self._progress(ds, without_condition(old, INVALID), status, hash_,
+                                                created=created, now=now)
         check_generation = generation if observed else 0
         if status_changed(old, status, generation=check_generation) or base != old:
             new_status = status_with(base, status, observed_generation=generation if observed else None)
@@ -513,10 +564,11 @@ class DaemonSetController:
                 await self._update_status(ds, new_status)
             except errors.Conflict:
                 live = await self.client.get(self.resource, meta["name"], namespace=meta.get("namespace"))
-                new_status = status_with(without_condition(live.get("status"), INVALID), status,
-                                         observed_generation=generation if observed else None)
+                live_base, _ = self._progress(ds, without_condition(live.get("status"), INVALID), status,
+                                              hash_, created=created, now=now)
+                new_status = status_with(live_base, status, observed_generation=generation if observed else None)
                 await self._update_status(live, new_status)
-        return availability_requeue(ds, status)
+        return soonest(availability_requeue(ds, status), deadline_requeue)
 
 
 def _selects_everything(spec: Any) -> bool:

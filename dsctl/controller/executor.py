@@ -64,10 +64,16 @@ class PlanExecutor:
     """``(key, uid) -> bool``: whether the cache still holds that DaemonSet, not being deleted.
     Checked before each create batch, so a deletion seen mid-sync stops further creates."""
 
-    async def execute(self, *, key: str, ds: Mapping[str, Any], plan: Plan, hash_: str) -> ExecutionResult:
-        """Apply ``plan`` to DaemonSet ``ds`` (whose cache key is ``key``)."""
+    async def execute(
+        self, *, key: str, ds: Mapping[str, Any], plan: Plan, hash_: str, burst: int | None = None
+    ) -> ExecutionResult:
+        """Apply ``plan`` to DaemonSet ``ds`` (whose cache key is ``key``).
+
+        ``burst`` lowers the executor's burst for this DaemonSet (its ``burstReplicas``); one
+        worker per key means the cap is also the most writes in flight for it.
+        """
         result = ExecutionResult()
-        plan = cap_burst(plan, burst=self.burst)
+        plan = cap_burst(plan, burst=self.burst if burst is None else min(self.burst, burst))
         creates, deletes = list(plan.creates), list(plan.deletes)
         for event in plan.events:
             target: Mapping[str, Any] = ds
