@@ -65,6 +65,20 @@ class Lanes(Generic[K]):
         self._rank[key] = priority
         heapq.heappush(self._heap, (-priority, ticket, key))
 
+    def peek(self) -> tuple[K, int | None] | None:
+        """The key ``pop`` would return and its priority (None for the FIFO); None when empty."""
+        while self._heap:
+            _, ticket, key = self._heap[0]
+            if self._ticket.get(key) == ticket:
+                return key, self._rank[key]
+            heapq.heappop(self._heap)
+        while self._fifo:
+            ticket, key = self._fifo[0]
+            if self._ticket.get(key) == ticket:
+                return key, None
+            self._fifo.popleft()
+        return None
+
     def pop(self) -> K:
         """The next key: the priority lane first, then the FIFO. Raises IndexError when empty."""
         while self._heap:
@@ -88,3 +102,47 @@ class Lanes(Generic[K]):
         del self._ticket[key]
         self._rank.pop(key, None)
         return key
+
+
+class PriorityGate(Generic[K]):
+    """Holds lower-priority work back while a prioritized key is being worked.
+
+    Handing keys out in priority order is not enough with several workers: the second worker
+    would start the next key while the first still syncs the critical one, and their pod
+    creates would race. So while a key taken from the priority lane at priority ``p`` is in
+    flight, only lane keys of priority ``p`` or higher are handed out (ties run in parallel);
+    lower lane keys and FIFO keys wait. A sync that hangs must not stall the controller: a
+    key holds the gate for at most ``hold`` seconds.
+    """
+
+    def __init__(self, *, hold: float) -> None:
+        self.hold = hold
+        self._inflight: dict[K, tuple[int, float]] = {}
+
+    def allows(self, rank: int | None, *, now: float) -> bool:
+        """Whether a key of lane priority ``rank`` (None: FIFO) may start now."""
+        top = self.top(now=now)
+        return top is None or (rank is not None and rank >= top)
+
+    def top(self, *, now: float) -> int | None:
+        """The highest priority that holds the gate now, if any."""
+        held = [rank for rank, since in self._inflight.values() if now - since < self.hold]
+        return max(held) if held else None
+
+    def next_expiry(self, *, now: float) -> float | None:
+        """Seconds until the earliest hold runs out, if any key holds the gate."""
+        left = [since + self.hold - now for _, since in self._inflight.values() if now - since < self.hold]
+        return max(0.0, min(left)) if left else None
+
+    def started(self, key: K, rank: int | None, *, now: float) -> None:
+        """``key`` was handed out from the lane at ``rank`` (FIFO keys hold nothing)."""
+        if rank is not None:
+            self._inflight[key] = (rank, now)
+
+    def finished(self, key: K) -> bool:
+        """``key`` is done; True when it held the gate (waiting workers should look again)."""
+        return self._inflight.pop(key, None) is not None
+
+    def clear(self) -> None:
+        """Forget every holder."""
+        self._inflight.clear()

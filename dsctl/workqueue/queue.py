@@ -21,7 +21,7 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from dsctl.workqueue.clock import Clock, RealClock, Timer
-from dsctl.workqueue.lanes import Lanes
+from dsctl.workqueue.lanes import Lanes, PriorityGate
 from dsctl.workqueue.metrics import QueueMetrics, queue_metrics
 
 __all__ = ["ShutDown", "WorkQueue"]
@@ -47,7 +47,8 @@ class WorkQueue(Generic[K]):
     - Beyond client-go: ``add_prioritized`` puts a key in a priority lane served before the
       FIFO, highest priority first, ties in order of add (see ``lanes``). It is used only for
       the DaemonSets a new node wakes; every other add keeps client-go's FIFO order, and
-      the dirty/processing rules above hold for both.
+      the dirty/processing rules above hold for both. While a key taken from that lane is
+      in flight, lower work waits, for at most ``priority_hold`` seconds (see ``PriorityGate``).
     - A key is never handed to two workers at once. An add while the key is processing
       only marks it dirty; ``done`` then puts it back in the FIFO, so the change that
       caused the add is always seen by a later processing.
@@ -71,12 +72,15 @@ class WorkQueue(Generic[K]):
         name: str = "",
         clock: Clock | None = None,
         registry: CollectorRegistry | None = None,
+        priority_hold: float = 10.0,
     ) -> None:
         self.name = name
         self.clock: Clock = clock if clock is not None else RealClock()
         self._lanes: Lanes[K] = Lanes()
         # Priority of keys added with add_prioritized while processing, for done()'s replay.
         self._replay_rank: dict[K, int] = {}
+        self._gate: PriorityGate[K] = PriorityGate(hold=priority_hold)
+        self._gate_timer: Timer | None = None
         self._dirty: set[K] = set()
         self._processing: set[K] = set()
         self._getters: deque[asyncio.Future[None]] = deque()
@@ -138,7 +142,7 @@ class WorkQueue(Generic[K]):
         (during a drain: once the drain is complete or abandoned).
         Cancelling a waiting ``get`` loses no key.
         """
-        while not self._lanes:
+        while not self._may_take():
             # While draining, an idle worker keeps waiting: an in-flight key may still be replayed.
             if self._shutting_down and not (self._draining and self._processing):
                 raise ShutDown(self.name)
@@ -153,7 +157,10 @@ class WorkQueue(Generic[K]):
                     # Woken for a key but cancelled before taking it: pass the wake-up on.
                     self._wake_one()
                 raise
+        head = self._lanes.peek()
+        assert head is not None
         key = self._lanes.pop()
+        self._gate.started(key, head[1], now=self.clock.now())
         self._dirty.discard(key)
         self._processing.add(key)
         if self._metrics is not None:
@@ -172,6 +179,8 @@ class WorkQueue(Generic[K]):
         if self._metrics is not None:
             self._metrics.done(key)
         rank = self._replay_rank.pop(key, None)
+        if self._gate.finished(key):
+            self._wake_all()  # the gate may have opened for several waiting keys
         if key in self._dirty:
             if rank is None:
                 self._lanes.push(key)
@@ -192,6 +201,10 @@ class WorkQueue(Generic[K]):
             self._metrics.discard(len(self._dirty))
         self._lanes.clear()
         self._replay_rank.clear()
+        self._gate.clear()
+        if self._gate_timer is not None:
+            self._gate_timer.cancel()
+            self._gate_timer = None
         self._dirty.clear()
         self._draining = False
         self._wake_all()
@@ -244,6 +257,23 @@ class WorkQueue(Generic[K]):
     def _stop_intake(self) -> None:
         """Refuse further adds. Subclasses extend this to stop their own sources of adds."""
         self._shutting_down = True
+
+    def _may_take(self) -> bool:
+        """Whether a key is waiting and the priority gate lets the next one start now."""
+        head = self._lanes.peek()
+        if head is None:
+            return False
+        now = self.clock.now()
+        if self._gate.allows(head[1], now=now):
+            return True
+        expiry = self._gate.next_expiry(now=now)
+        if expiry is not None and self._gate_timer is None:
+            self._gate_timer = self.clock.call_later(expiry, self._gate_expired)
+        return False
+
+    def _gate_expired(self) -> None:
+        self._gate_timer = None
+        self._wake_all()
 
     def _is_drained(self) -> bool:
         return not self._lanes and not self._processing
