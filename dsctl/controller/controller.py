@@ -16,6 +16,7 @@ caches, calling those planners, and handing their plans to the executor.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -33,6 +34,7 @@ from dsctl.daemonset.expectations import Expectations
 from dsctl.daemonset.manage import plan_manage
 from dsctl.daemonset.ownership import adopt_patch, claim, release_patch
 from dsctl.daemonset.plan import Plan, Status, merge_plans, soonest
+from dsctl.daemonset.podpriority import global_default_priority, pod_priority
 from dsctl.daemonset.podsort import group_by_node
 from dsctl.daemonset.progress import plan_progress, progressing_condition, with_progress
 from dsctl.daemonset.speclimits import (
@@ -48,7 +50,7 @@ from dsctl.informer import BY_NODE_NAME, BY_OWNER_UID, Informer, by_node_name, b
 from dsctl.informer.projections import make_pod_projection, project_node
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
-from dsctl.kube.resources import CONTROLLER_REVISIONS, NODES, PODS, Resource
+from dsctl.kube.resources import CONTROLLER_REVISIONS, NODES, PODS, PRIORITY_CLASSES, Resource
 from dsctl.workqueue import RateLimitingQueue, default_controller_rate_limiter
 from dsctl_api import gojson
 from dsctl_api.labels import Selector, SelectorError, selector_from_label_selector
@@ -56,6 +58,7 @@ from dsctl_api.pods import controller_ref
 
 from .executor import PlanExecutor
 from .handlers import Handlers
+from .joinorder import JoinOrder
 from .metrics import StatusMetrics
 from .outcome import Done, Outcome, Retry, Terminal
 from .progressmetrics import RolloutStuckMetric
@@ -69,6 +72,8 @@ log = structlog.get_logger(__name__)
 
 ORPHANS_BY_NAMESPACE = "orphansByNamespace"
 DAEMONSET_RESYNC_SECONDS = 600.0
+JOIN_RECHECK_SECONDS = 0.05
+"""How soon a DaemonSet held back on a new node (see ``joinorder``) looks again."""
 Obj = Mapping[str, Any]
 
 
@@ -121,8 +126,11 @@ class DaemonSetController:
             client, CONTROLLER_REVISIONS, namespace=namespace, registry=registry,
             indexers={BY_OWNER_UID: by_owner_uid, ORPHANS_BY_NAMESPACE: orphans_by_namespace},
         )
-        self.informers = (self.daemonsets, self.pods, self.nodes, self.revisions)
+        # Only read to rank the syncs a new node triggers (see podpriority): a few objects.
+        self.priority_classes = Informer(client, PRIORITY_CLASSES, registry=registry)
+        self.informers = (self.daemonsets, self.pods, self.nodes, self.revisions, self.priority_classes)
         self.status_metrics = StatusMetrics(registry)
+        self.join_order = JoinOrder()
         self.stuck_metric = RolloutStuckMetric(registry)
         # key -> last progress time of its rollout, for apps/v1 where lastUpdateTime is pruned.
         self._progress_at: dict[str, float] = {}
@@ -134,6 +142,9 @@ class DaemonSetController:
             expectations=self.expectations,
             enqueue=self.queue.add,
             enqueue_after=self.queue.add_after,
+            enqueue_prioritized=self.queue.add_prioritized if settings.node_join_priority else None,
+            priority_of=self._pod_priority,
+            node_wanted=lambda node, wants: self.join_order.node_wanted(node, wants, now=time.monotonic()),
         )
         h = self.handlers
         self.daemonsets.add_handler(h.on_ds_add, h.on_ds_update, h.on_ds_delete)
@@ -152,6 +163,14 @@ class DaemonSetController:
         cached = self.daemonsets.store.get(key)
         meta = (cached or {}).get("metadata") or {}
         return meta.get("uid") == uid and not meta.get("deletionTimestamp")
+
+    def _pod_priority(self, ds: Obj) -> int:
+        """The priority of ``ds``'s pods, resolved through the PriorityClass cache."""
+        spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
+        default = 0
+        if not spec.get("priorityClassName") and spec.get("priority") is None:
+            default = global_default_priority(self.priority_classes.store.list())
+        return pod_priority(ds, priority_class=self.priority_classes.store.get, global_default=default)
 
     def _forget_backoff(self, ds: Obj) -> None:
         uid = str((ds.get("metadata") or {}).get("uid", ""))
@@ -212,8 +231,15 @@ class DaemonSetController:
 
     async def sync(self, key: str, sync_id: str = "") -> Outcome:
         """Reconcile one DaemonSet; see the module docstring for the order."""
-        bound = log.bind(key=key, sync_id=sync_id or uuid.uuid4().hex[:8])
         started = time.monotonic()
+        try:
+            return await self._sync(key, sync_id, started)
+        finally:
+            if len(self.join_order):
+                self.join_order.synced(key, started=started)
+
+    async def _sync(self, key: str, sync_id: str, started: float) -> Outcome:
+        bound = log.bind(key=key, sync_id=sync_id or uuid.uuid4().hex[:8])
         cached = self.daemonsets.store.get(key)
         if cached is None:
             self.expectations.delete(key)
@@ -283,6 +309,7 @@ class DaemonSetController:
                 self.recorder.record(ds, "Warning", "InvalidRollout", f"{exc.field}: {exc.message}")
                 update = Plan()
             plan = merge_plans([plan, update])
+        plan = self._after_higher_priority(key, ds, plan)
         for step in plan.backoff_steps:
             self.backoff.next(step, now=now)
         result = await self.executor.execute(key=key, ds=ds, plan=plan, hash_=history.hash,
@@ -302,6 +329,18 @@ class DaemonSetController:
         if result.errors:
             return Retry("; ".join(result.errors[:3]))
         return Done(requeue_after=soonest(plan.requeue_after, status_requeue))
+
+    def _after_higher_priority(self, key: str, ds: Obj, plan: Plan) -> Plan:
+        """``plan`` without creates on just-joined nodes that a higher-priority DaemonSet has
+        not synced yet (see ``joinorder``); those come back in a moment."""
+        if not plan.creates or not len(self.join_order):
+            return plan
+        held = self.join_order.deferred(key, self._pod_priority(ds), plan.creates, now=time.monotonic())
+        if not held:
+            return plan
+        log.debug("creates_after_higher_priority", key=key, nodes=len(held))
+        return dataclasses.replace(plan, creates=tuple(n for n in plan.creates if n not in held),
+                                   requeue_after=soonest(plan.requeue_after, JOIN_RECHECK_SECONDS))
 
     def _controls(self, ds: Obj) -> RolloutControls:
         """The DaemonSet's rollout controls; an unreadable one holds the rollout, with a warning."""
