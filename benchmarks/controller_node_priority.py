@@ -82,9 +82,9 @@ async def run_mode(args: argparse.Namespace, *, priority: bool) -> dict[str, Any
             session = sim.session()
             for j in range(args.joins):
                 name = f"join-{j}"
-                body = orjson.dumps(make_node(name, index=args.nodes + j, now=time.time()))
+                payload = orjson.dumps(make_node(name, index=args.nodes + j, now=time.time()))
                 start = time.monotonic()
-                async with session.post(sim.url + "/api/v1/nodes", data=body,
+                async with session.post(sim.url + "/api/v1/nodes", data=payload,
                                         headers={"Content-Type": "application/json"}) as resp:
                     await resp.read()
                     if resp.status != 201:

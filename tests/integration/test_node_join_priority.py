@@ -7,6 +7,7 @@ namespace in the path) gives the order in which the pods of one joining node wer
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -57,11 +58,17 @@ async def test_critical_pod_is_created_first_on_every_new_node(sim: SimProcess, 
     for i in range(5):
         joined = f"joined-{i}"
         await kube.create(NODES, node(joined))
-        await eventually(lambda name=joined: _count(pods_on(kube, name), 10), message=f"ten pods on {joined}")
+        await eventually(_pods_on_is(kube, joined, 10), message=f"ten pods on {joined}")
         order, cursor = await creation_order(sim, cursor)
         assert sorted(order) == sorted([*AGENTS, CRITICAL]), order
         positions.append(order.index(CRITICAL) + 1)
     assert positions == [1] * 5
+
+
+def _pods_on_is(kube: KubeClient, node_name: str, expected: int) -> Callable[[], Awaitable[bool]]:
+    async def probe() -> bool:
+        return await pods_on(kube, node_name) == expected
+    return probe
 
 
 async def _count(value: Any, expected: int) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -56,7 +57,7 @@ def _node(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
 
 def test_node_add_ranks_daemonsets_by_pod_priority() -> None:
     """A joining node wakes its DaemonSets through the priority lane, and reports them to the join order."""
-    sets = [_ds("logs"), _ds("cni", pcn="system-node-critical"), _ds("metrics", priority=5)]
+    sets: list[Mapping[str, Any]] = [_ds("logs"), _ds("cni", pcn="system-node-critical"), _ds("metrics", priority=5)]
     plain: list[str] = []
     ranked: list[tuple[str, int]] = []
     wanted: list[tuple[str, list[tuple[str, int]]]] = []
