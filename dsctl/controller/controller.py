@@ -16,7 +16,6 @@ caches, calling those planners, and handing their plans to the executor.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -33,16 +32,10 @@ from dsctl.daemonset.eligibility import Eligibility, Fit
 from dsctl.daemonset.expectations import Expectations
 from dsctl.daemonset.manage import plan_manage
 from dsctl.daemonset.ownership import adopt_patch, claim, release_patch
-from dsctl.daemonset.plan import Plan, Status, merge_plans, soonest
+from dsctl.daemonset.plan import Plan, merge_plans, soonest
 from dsctl.daemonset.podpriority import global_default_priority, pod_priority
 from dsctl.daemonset.podsort import group_by_node
-from dsctl.daemonset.progress import plan_progress, progressing_condition, with_progress
-from dsctl.daemonset.speclimits import (
-    DEFAULT_PROGRESS_DEADLINE_SECONDS,
-    burst_replicas,
-    effective_burst,
-    progress_deadline_seconds,
-)
+from dsctl.daemonset.speclimits import burst_replicas, effective_burst
 from dsctl.daemonset.status import availability_requeue, compute_status, status_changed, status_with
 from dsctl.daemonset.update import InvalidRollout, plan_rolling_update
 from dsctl.daemonset.validation import Problem, validate_daemonset
@@ -61,7 +54,7 @@ from .handlers import Handlers
 from .joinorder import JoinOrder
 from .metrics import StatusMetrics
 from .outcome import Done, Outcome, Retry, Terminal
-from .progressmetrics import RolloutStuckMetric
+from .progresstracker import ProgressTracker
 from .recorder import EventRecorder
 from .settings import ControllerSettings
 from .workers import WorkerPool
@@ -72,8 +65,6 @@ log = structlog.get_logger(__name__)
 
 ORPHANS_BY_NAMESPACE = "orphansByNamespace"
 DAEMONSET_RESYNC_SECONDS = 600.0
-JOIN_RECHECK_SECONDS = 0.05
-"""How soon a DaemonSet held back on a new node (see ``joinorder``) looks again."""
 Obj = Mapping[str, Any]
 
 
@@ -131,9 +122,7 @@ class DaemonSetController:
         self.informers = (self.daemonsets, self.pods, self.nodes, self.revisions, self.priority_classes)
         self.status_metrics = StatusMetrics(registry)
         self.join_order = JoinOrder()
-        self.stuck_metric = RolloutStuckMetric(registry)
-        # key -> last progress time of its rollout, for apps/v1 where lastUpdateTime is pruned.
-        self._progress_at: dict[str, float] = {}
+        self.progress = ProgressTracker(recorder=self.recorder, registry=registry)
         self.handlers = Handlers(
             ds_kind=resource.kind,
             get_daemonset=self.daemonsets.store.get,
@@ -244,8 +233,7 @@ class DaemonSetController:
         if cached is None:
             self.expectations.delete(key)
             self.status_metrics.forget(key)
-            self.stuck_metric.forget(key)
-            self._progress_at.pop(key, None)
+            self.progress.forget(key)
             self._written.pop(key, None)
             return Done()
         freshest = self._freshest(key, cached)
@@ -309,7 +297,8 @@ class DaemonSetController:
                 self.recorder.record(ds, "Warning", "InvalidRollout", f"{exc.field}: {exc.message}")
                 update = Plan()
             plan = merge_plans([plan, update])
-        plan = self._after_higher_priority(key, ds, plan)
+        if plan.creates and len(self.join_order):
+            plan = self.join_order.hold_back(key, self._pod_priority(ds), plan, now=time.monotonic())
         for step in plan.backoff_steps:
             self.backoff.next(step, now=now)
         result = await self.executor.execute(key=key, ds=ds, plan=plan, hash_=history.hash,
@@ -330,18 +319,6 @@ class DaemonSetController:
             return Retry("; ".join(result.errors[:3]))
         return Done(requeue_after=soonest(plan.requeue_after, status_requeue))
 
-    def _after_higher_priority(self, key: str, ds: Obj, plan: Plan) -> Plan:
-        """``plan`` without creates on just-joined nodes that a higher-priority DaemonSet has
-        not synced yet (see ``joinorder``); those come back in a moment."""
-        if not plan.creates or not len(self.join_order):
-            return plan
-        held = self.join_order.deferred(key, self._pod_priority(ds), plan.creates, now=time.monotonic())
-        if not held:
-            return plan
-        log.debug("creates_after_higher_priority", key=key, nodes=len(held))
-        return dataclasses.replace(plan, creates=tuple(n for n in plan.creates if n not in held),
-                                   requeue_after=soonest(plan.requeue_after, JOIN_RECHECK_SECONDS))
-
     def _controls(self, ds: Obj) -> RolloutControls:
         """The DaemonSet's rollout controls; an unreadable one holds the rollout, with a warning."""
         try:
@@ -359,31 +336,6 @@ class DaemonSetController:
             self.recorder.record(ds, "Warning", "InvalidRolloutControl",
                                  f"{exc.field}: {exc.message}; --burst-replicas applies")
         return effective_burst(ds, global_burst=self.settings.burst_replicas)
-
-    def _deadline(self, ds: Obj) -> int:
-        """The DaemonSet's progressDeadlineSeconds; an unreadable one falls back to the default."""
-        try:
-            return progress_deadline_seconds(ds)
-        except InvalidControl:
-            return DEFAULT_PROGRESS_DEADLINE_SECONDS
-
-    def _progress(self, ds: Obj, old: Mapping[str, Any], status: Status, hash_: str, *, created: bool,
-                  now: float) -> tuple[dict[str, Any], float | None]:
-        """``old`` with its Progressing condition brought up to date, and when to look again."""
-        meta = ds["metadata"]
-        key = f"{meta.get('namespace', '')}/{meta['name']}"
-        try:
-            controls = rollout_controls(ds)
-            held = "paused" if controls.paused else ("held" if controls.holds_back else None)
-        except InvalidControl:
-            held = "paused"  # the rolling update is held until it is fixed (see _controls)
-        progress = plan_progress(previous=progressing_condition(old), old=Status.from_fields(old), new=status,
-                                 revision=f"{meta['name']}-{hash_}", created=created, held=held,
-                                 deadline=self._deadline(ds), now=now, remembered=self._progress_at.get(key))
-        if progress.updated_at is not None:
-            self._progress_at[key] = progress.updated_at
-        self.stuck_metric.observe(key, stuck=progress.stuck)
-        return with_progress(old, progress.condition), progress.requeue_after
 
     async def _refuse(self, ds: Obj, problems: list[Problem]) -> Outcome:
         """Leave an unreconcilable DaemonSet alone, saying why in events and a condition."""
@@ -594,7 +546,7 @@ class DaemonSetController:
         status = compute_status(ds=ds, nodes=nodes, pods_by_node=by_node, hash=hash_, now=now, fits=fits)
         self.status_metrics.observe(f"{meta.get('namespace', '')}/{meta['name']}", status)
         old = ds.get("status") or {}
-        base, deadline_requeue = self._progress(ds, without_condition(old, INVALID), status, hash_,
+        base, deadline_requeue = self.progress.condition(ds, without_condition(old, INVALID), status, hash_,
                                                 created=created, now=now)
         check_generation = generation if observed else 0
         if status_changed(old, status, generation=check_generation) or base != old:
@@ -603,7 +555,7 @@ class DaemonSetController:
                 await self._update_status(ds, new_status)
             except errors.Conflict:
                 live = await self.client.get(self.resource, meta["name"], namespace=meta.get("namespace"))
-                live_base, _ = self._progress(ds, without_condition(live.get("status"), INVALID), status,
+                live_base, _ = self.progress.condition(ds, without_condition(live.get("status"), INVALID), status,
                                               hash_, created=created, now=now)
                 new_status = status_with(live_base, status, observed_generation=generation if observed else None)
                 await self._update_status(live, new_status)

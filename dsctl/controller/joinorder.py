@@ -12,10 +12,20 @@ hung or failing sync of a critical DaemonSet never keeps the others off a node f
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["JoinOrder"]
+import structlog
+
+from dsctl.daemonset.plan import Plan, soonest
+
+__all__ = ["RECHECK_SECONDS", "JoinOrder"]
+
+log = structlog.get_logger(__name__)
+
+RECHECK_SECONDS = 0.05
+"""How soon a DaemonSet held back on a new node looks again."""
 
 
 @dataclass
@@ -51,6 +61,15 @@ class JoinOrder:
             if join is not None and any(p > priority for k, p in join.pending.items() if k != key):
                 out.add(name)
         return out
+
+    def hold_back(self, key: str, priority: int, plan: Plan, *, now: float) -> Plan:
+        """``plan`` without the creates ``deferred`` names; those come back in ``RECHECK_SECONDS``."""
+        held = self.deferred(key, priority, plan.creates, now=now)
+        if not held:
+            return plan
+        log.debug("creates_after_higher_priority", key=key, nodes=len(held))
+        return dataclasses.replace(plan, creates=tuple(n for n in plan.creates if n not in held),
+                                   requeue_after=soonest(plan.requeue_after, RECHECK_SECONDS))
 
     def synced(self, key: str, *, started: float) -> None:
         """A sync of ``key`` that began at ``started`` ended: it saw every node joined before."""

@@ -104,3 +104,16 @@ def test_join_of_equal_priorities_records_nothing() -> None:
     order = JoinOrder()
     order.node_wanted("n1", [("a", 0), ("b", 0)], now=0.0)
     assert len(order) == 0
+
+
+def test_hold_back_drops_deferred_creates_and_requeues() -> None:
+    """Creates on a node waiting for a higher priority leave the plan, which comes back soon."""
+    from dsctl.controller.joinorder import RECHECK_SECONDS
+    from dsctl.daemonset.plan import Plan
+
+    order = JoinOrder()
+    order.node_wanted("n1", [("cni", 100), ("logs", 0)], now=0.0)
+    plan = order.hold_back("logs", 0, Plan(creates=("n0", "n1")), now=1.0)
+    assert plan.creates == ("n0",) and plan.requeue_after == RECHECK_SECONDS
+    order.synced("cni", started=0.5)
+    assert order.hold_back("logs", 0, Plan(creates=("n1",)), now=1.0).creates == ("n1",)
