@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from dsctl.kube.client import KubeClient
-from dsctl.kube.resources import DAEMONSETS
+from dsctl.kube.resources import DAEMONSETS, Resource, crd_daemonsets
 from tests.builders import daemonset, rolling
 from tests.controllerproc import ControllerProcess
 from tests.integration.clusterview import daemon_pods
-from tests.integration.test_rollout_controls import V1, V2, images_by_node, rollout, settled
+from tests.integration.test_rollout_controls import CRD_FILE, V1, V2, images_by_node, rollout, settled
 from tests.poll import eventually
 from tests.simproc import SimProcess
 
@@ -22,9 +22,10 @@ DEADLINE = 5
 DETECTION_BOUND = DEADLINE + 1 + 6
 
 
-async def progressing(kube: KubeClient, name: str = "agent") -> dict[str, Any] | None:
+async def progressing(kube: KubeClient, name: str = "agent", resource: Resource = DAEMONSETS
+                      ) -> dict[str, Any] | None:
     """The DaemonSet's Progressing condition."""
-    ds = await kube.get(DAEMONSETS, name, namespace="default")
+    ds = await kube.get(resource, name, namespace="default")
     for condition in (ds.get("status") or {}).get("conditions") or []:
         if condition.get("type") == "Progressing":
             return dict(condition)
@@ -97,3 +98,39 @@ async def test_burst_replicas_caps_creates_per_sync(sim: SimProcess, kube: KubeC
 
 async def _count_is(kube: KubeClient, count: int) -> bool:
     return len(await daemon_pods(kube, "agent")) == count
+
+
+@pytest.mark.parametrize("sim", [{"nodes": 2}], indirect=True)
+async def test_crd_fields_deadline_and_burst(sim: SimProcess, kube: KubeClient) -> None:
+    """CRD mode: spec.progressDeadlineSeconds reports a stuck rollout with lastUpdateTime kept, and
+    spec.burstReplicas 1 creates one pod per sync; undo clears the condition."""
+    await sim.kubectl("apply", "-f", str(CRD_FILE))
+    custom = crd_daemonsets()
+
+    async def served() -> bool:
+        return (await sim.kubectl("get", "daemonsets.dsctl.io", "-A", check=False)).returncode == 0
+
+    await eventually(served, message="CRD served")
+    async with ControllerProcess(sim.kubeconfig, args=["--resource", "dsctl.io/v1"]) as ctl:
+        body = daemonset("agent", image=V1, strategy=rolling(max_unavailable=1), api_version="dsctl.io/v1")
+        body["spec"] |= {"progressDeadlineSeconds": DEADLINE, "burstReplicas": 1}
+        await kube.create(custom, body, namespace="default")
+        await eventually(lambda: settled(kube, {"node-0": V1, "node-1": V1}), message="first rollout")
+        creates = [e["creates"] for e in ctl.logs if e.get("event") == "sync" and e.get("creates")]
+        assert creates and max(creates) == 1
+
+        async def reason_is(reason: str) -> bool:
+            cond = await progressing(kube, resource=custom)
+            return cond is not None and cond["reason"] == reason
+
+        patch = [{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": V2},
+                 {"op": "add", "path": "/spec/template/metadata/annotations",
+                  "value": {"sim.dsctl.io/never-ready": "true"}}]
+        await kube.patch(custom, "agent", patch, namespace="default", patch_type="json")
+        await eventually(lambda: reason_is("ProgressDeadlineExceeded"), timeout=DETECTION_BOUND,
+                         message="ProgressDeadlineExceeded in CRD mode")
+        cond = await progressing(kube, resource=custom)
+        assert cond is not None and cond["status"] == "False" and cond.get("lastUpdateTime")
+        await rollout(sim, "undo", "dds/agent")
+        await eventually(lambda: reason_is("NewRevisionAvailable"), message="undo clears it in CRD mode")
+        assert not ctl.errors(), ctl.errors()[:3]
