@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from dsctl.kube.client import KubeClient
-from dsctl.kube.resources import DAEMONSETS, Resource, crd_daemonsets
+from dsctl.kube.errors import ApiError
+from dsctl.kube.resources import DAEMONSETS, EVENTS, Resource, crd_daemonsets
 from tests.builders import daemonset, rolling
 from tests.controllerproc import ControllerProcess
 from tests.integration.clusterview import daemon_pods
@@ -133,4 +134,28 @@ async def test_crd_fields_deadline_and_burst(sim: SimProcess, kube: KubeClient) 
         assert cond is not None and cond["status"] == "False" and cond.get("lastUpdateTime")
         await rollout(sim, "undo", "dds/agent")
         await eventually(lambda: reason_is("NewRevisionAvailable"), message="undo clears it in CRD mode")
+        for field in ("burstReplicas", "progressDeadlineSeconds"):
+            bad = daemonset(f"zero-{field.lower()}", api_version="dsctl.io/v1")
+            bad["spec"][field] = 0
+            with pytest.raises(ApiError) as info:
+                await kube.create(custom, bad, namespace="default")
+            assert info.value.status == 422 and field in str(info.value)
         assert not ctl.errors(), ctl.errors()[:3]
+
+
+@pytest.mark.parametrize("sim", [{"nodes": 2}], indirect=True)
+async def test_unreadable_limits_warn_and_fall_back(sim: SimProcess, kube: KubeClient,
+                                                    controller: ControllerProcess) -> None:
+    """Unreadable burst/deadline annotations get InvalidRolloutControl warnings naming them; the
+    DaemonSet still converges (global burst, default deadline)."""
+    body = daemonset("agent", image=V1)
+    body["metadata"]["annotations"] = {"dsctl.io/burst-replicas": "lots", "dsctl.io/progress-deadline-seconds": "-5"}
+    await kube.create(DAEMONSETS, body, namespace="default")
+    await eventually(lambda: settled(kube, {"node-0": V1, "node-1": V1}), message="converged on the defaults")
+
+    async def warned() -> bool:
+        events = (await kube.list(EVENTS, namespace="default"))["items"]
+        messages = " ".join(str(e.get("message")) for e in events if e.get("reason") == "InvalidRolloutControl")
+        return "dsctl.io/burst-replicas" in messages and "dsctl.io/progress-deadline-seconds" in messages
+
+    await eventually(warned, message="InvalidRolloutControl events name both annotations")
