@@ -4,7 +4,8 @@ kube-apiserver checks every custom resource write against the served version's
 ``openAPIV3Schema``: value types, ``required``, ``enum``, size limits (``maxLength``,
 ``maxItems``, ``maxProperties``, ``minItems``), numeric bounds (``minimum``, ``maximum``),
 then the ``x-kubernetes-validations`` CEL rules of each node (``dsctl_sim.validation.cel``).
-``CustomSchema`` compiles a schema once, when the CRD is served, and validates objects against it. Messages are apiextensions':
+``CustomSchema`` compiles a schema once, when the CRD is served, and validates objects against it.
+Messages are apiextensions':
 
 - ``spec.selector: Required value``;
 - ``spec.minReadySeconds: Invalid value: "string": spec.minReadySeconds in body must be of
