@@ -134,6 +134,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
                  categories=("all",)),
     ResourceType("apps", "v1", "ControllerRevision", "controllerrevisions", True),
     ResourceType("coordination.k8s.io", "v1", "Lease", "leases", True),
+    ResourceType("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, short_names=("pc",)),
     ResourceType("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, short_names=("pdb",),
                  has_status=True),
     ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",

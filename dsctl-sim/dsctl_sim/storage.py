@@ -40,6 +40,7 @@ from dsctl_sim.deletion import check_preconditions, deletion_outcome, is_finishe
 from dsctl_sim.errors import AlreadyExists, BadRequest, Conflict, Forbidden, Invalid, NotFound
 from dsctl_sim.intern import Interner
 from dsctl_sim.owners import OwnerIndex
+from dsctl_sim.priorityclasses import SYSTEM_PRIORITY_CLASSES, system_class_delete_refusal
 from dsctl_sim.reads import ReadView
 from dsctl_sim.registry import Registry, ResourceType
 from dsctl_sim.table import Table
@@ -89,6 +90,10 @@ class Storage(ReadView):
         if bootstrap_namespaces:
             for ns in _DEFAULT_NAMESPACES:
                 self.create(_NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+            # kube-apiserver's post-start hook creates the built-in classes with the namespaces.
+            for pc in SYSTEM_PRIORITY_CLASSES:
+                if self.registry.get("scheduling.k8s.io/priorityclasses") is not None:
+                    self.create("scheduling.k8s.io/priorityclasses", pc)
 
     def timestamp(self, offset: float = 0.0) -> str:
         """``now() + offset`` as an RFC 3339 second-precision timestamp (cached per second)."""
@@ -265,6 +270,9 @@ class Storage(ReadView):
         check_preconditions(current.obj, uid=uid, resource_version=resource_version)
         if key == _NAMESPACES:
             return self._delete_namespace(table, current)
+        refusal = system_class_delete_refusal(key, name)
+        if refusal is not None:
+            raise Forbidden(refusal)
         outcome, obj = deletion_outcome(
             rt, current.obj, grace_period_seconds=grace_period_seconds, propagation_policy=propagation_policy,
             has_dependents=self.owners.has_dependents(current.obj["metadata"]["uid"]), timestamp=self.timestamp,

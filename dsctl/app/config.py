@@ -56,6 +56,8 @@ class Settings:
     shutdown_timeout: float = _opt(20.0, "Seconds to let in-flight syncs finish on SIGTERM.")
     failed_pod_backoff_max: float = _opt(900.0, "Ceiling of the per-node backoff for failed pods, seconds.")
     stuck_sync_seconds: float = _opt(300.0, "A sync running longer than this fails /healthz.")
+    node_join_priority: bool = _opt(True, "Sync the DaemonSets a new node wants by their pods' priority, "
+                                          "not FIFO.")
 
     def validate(self) -> Settings:
         """Return self, or raise ``ConfigError`` naming the first bad setting."""

@@ -33,7 +33,9 @@ from dsctl.daemonset.expectations import Expectations
 from dsctl.daemonset.manage import plan_manage
 from dsctl.daemonset.ownership import adopt_patch, claim, release_patch
 from dsctl.daemonset.plan import Plan, merge_plans, soonest
+from dsctl.daemonset.podpriority import global_default_priority, pod_priority
 from dsctl.daemonset.podsort import group_by_node
+from dsctl.daemonset.speclimits import burst_replicas, effective_burst
 from dsctl.daemonset.status import availability_requeue, compute_status, status_changed, status_with
 from dsctl.daemonset.update import InvalidRollout, plan_rolling_update
 from dsctl.daemonset.validation import Problem, validate_daemonset
@@ -41,7 +43,7 @@ from dsctl.informer import BY_NODE_NAME, BY_OWNER_UID, Informer, by_node_name, b
 from dsctl.informer.projections import make_pod_projection, project_node
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
-from dsctl.kube.resources import CONTROLLER_REVISIONS, NODES, PODS, Resource
+from dsctl.kube.resources import CONTROLLER_REVISIONS, NODES, PODS, PRIORITY_CLASSES, Resource
 from dsctl.workqueue import RateLimitingQueue, default_controller_rate_limiter
 from dsctl_api import gojson
 from dsctl_api.labels import Selector, SelectorError, selector_from_label_selector
@@ -49,8 +51,10 @@ from dsctl_api.pods import controller_ref
 
 from .executor import PlanExecutor
 from .handlers import Handlers
+from .joinorder import JoinOrder
 from .metrics import StatusMetrics, WriteErrorMetrics
 from .outcome import Done, Outcome, Retry, Terminal
+from .progresstracker import ProgressTracker
 from .recorder import EventRecorder
 from .settings import ControllerSettings
 from .workers import WorkerPool
@@ -127,8 +131,12 @@ class DaemonSetController:
             client, CONTROLLER_REVISIONS, namespace=namespace, registry=registry, page_size=page,
             indexers={BY_OWNER_UID: by_owner_uid, ORPHANS_BY_NAMESPACE: orphans_by_namespace},
         )
-        self.informers = (self.daemonsets, self.pods, self.nodes, self.revisions)
+        # Only read to rank the syncs a new node triggers (see podpriority): a few objects.
+        self.priority_classes = Informer(client, PRIORITY_CLASSES, registry=registry)
+        self.informers = (self.daemonsets, self.pods, self.nodes, self.revisions, self.priority_classes)
         self.status_metrics = StatusMetrics(registry)
+        self.join_order = JoinOrder()
+        self.progress = ProgressTracker(recorder=self.recorder, registry=registry)
         self.handlers = Handlers(
             ds_kind=resource.kind,
             get_daemonset=self.daemonsets.store.get,
@@ -137,6 +145,9 @@ class DaemonSetController:
             expectations=self.expectations,
             enqueue=self.queue.add,
             enqueue_after=self.queue.add_after,
+            enqueue_prioritized=self.queue.add_prioritized if settings.node_join_priority else None,
+            priority_of=self._pod_priority,
+            node_wanted=lambda node, wants: self.join_order.node_wanted(node, wants, now=time.monotonic()),
         )
         h = self.handlers
         self.daemonsets.add_handler(h.on_ds_add, h.on_ds_update, h.on_ds_delete)
@@ -155,6 +166,14 @@ class DaemonSetController:
         cached = self.daemonsets.store.get(key)
         meta = (cached or {}).get("metadata") or {}
         return meta.get("uid") == uid and not meta.get("deletionTimestamp")
+
+    def _pod_priority(self, ds: Obj) -> int:
+        """The priority of ``ds``'s pods, resolved through the PriorityClass cache."""
+        spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
+        default = 0
+        if not spec.get("priorityClassName") and spec.get("priority") is None:
+            default = global_default_priority(self.priority_classes.store.list())
+        return pod_priority(ds, priority_class=self.priority_classes.store.get, global_default=default)
 
     def _forget_backoff(self, ds: Obj) -> None:
         uid = str((ds.get("metadata") or {}).get("uid", ""))
@@ -215,13 +234,21 @@ class DaemonSetController:
 
     async def sync(self, key: str, sync_id: str = "") -> Outcome:
         """Reconcile one DaemonSet; see the module docstring for the order."""
-        bound = log.bind(key=key, sync_id=sync_id or uuid.uuid4().hex[:8])
         started = time.monotonic()
+        try:
+            return await self._sync(key, sync_id, started)
+        finally:
+            if len(self.join_order):
+                self.join_order.synced(key, started=started)
+
+    async def _sync(self, key: str, sync_id: str, started: float) -> Outcome:
+        bound = log.bind(key=key, sync_id=sync_id or uuid.uuid4().hex[:8])
         cached = self.daemonsets.store.get(key)
         if cached is None:
             self.expectations.delete(key)
             self.signals.take(key)
             self.status_metrics.forget(key)
+            self.progress.forget(key)
             self._written.pop(key, None)
             return Done()
         freshest = self._freshest(key, cached)
@@ -267,7 +294,7 @@ class DaemonSetController:
         if not satisfied:
             try:
                 await self._write_status(ds, nodes, by_node, history.hash, fits=fits, now=now, observed=False,
-                                         writes_ok=False)
+                                         writes_ok=False, created=history.create is not None)
             except errors.ApiError as exc:
                 return Retry(f"status: {exc}")
             bound.debug("sync_expectations_pending", relabelled=len(history.pod_patches))
@@ -286,14 +313,18 @@ class DaemonSetController:
                 self.recorder.record(ds, "Warning", "InvalidRollout", f"{exc.field}: {exc.message}")
                 update = Plan()
             plan = merge_plans([plan, update])
+        if plan.creates and len(self.join_order):
+            plan = self.join_order.hold_back(key, self._pod_priority(ds), plan, now=time.monotonic())
         for step in plan.backoff_steps:
             self.backoff.next(step, now=now)
-        result = await self.executor.execute(key=key, ds=ds, plan=plan, hash_=history.hash)
+        result = await self.executor.execute(key=key, ds=ds, plan=plan, hash_=history.hash,
+                                             burst=self._burst(ds))
         if not result.errors:
             result.errors.extend(await self._cleanup_history(ds, history, pods))
         try:
             status_requeue = await self._write_status(ds, nodes, by_node, history.hash, fits=fits, now=now,
-                                                      observed=True, writes_ok=not result.errors)
+                                                      observed=True, writes_ok=not result.errors,
+                                                      created=history.create is not None)
         except errors.ApiError as exc:
             result.errors.append(f"status: {exc}")
             status_requeue = None
@@ -313,6 +344,15 @@ class DaemonSetController:
             self.recorder.record(ds, "Warning", "InvalidRolloutControl",
                                  f"{exc.field}: {exc.message}; the rolling update is held until it is fixed")
             return RolloutControls(paused=True)
+
+    def _burst(self, ds: Obj) -> int:
+        """min(--burst-replicas, the DaemonSet's burstReplicas); an unreadable one is reported."""
+        try:
+            burst_replicas(ds)
+        except InvalidControl as exc:
+            self.recorder.record(ds, "Warning", "InvalidRolloutControl",
+                                 f"{exc.field}: {exc.message}; --burst-replicas applies")
+        return effective_burst(ds, global_burst=self.settings.burst_replicas)
 
     async def _refuse(self, ds: Obj, problems: list[Problem]) -> Outcome:
         """Leave an unreconcilable DaemonSet alone, saying why in events and a condition."""
@@ -553,12 +593,14 @@ class DaemonSetController:
 
     async def _write_status(
         self, ds: Obj, nodes: Sequence[Obj], by_node: Mapping[str, Sequence[Obj]], hash_: str,
-        *, fits: Mapping[str, Fit], now: float, observed: bool, writes_ok: bool,
+        *, fits: Mapping[str, Fit], now: float, observed: bool, writes_ok: bool, created: bool = False,
     ) -> float | None:
-        """Write status if it changed; returns a requeue delay for minReadySeconds, if any.
+        """Write status if it changed; returns a requeue delay for minReadySeconds or the
+        progress deadline, if any.
 
         A write that failed in this sync sets ``ReplicaFailure``; ``writes_ok`` (every write
-        the sync needed went through) clears it; otherwise it is left as it was.
+        the sync needed went through) clears it; otherwise it is left as it was. ``Progressing``
+        follows the rollout (``created``: this sync created the current revision).
         """
         meta = ds["metadata"]
         key = f"{meta.get('namespace', '')}/{meta['name']}"
@@ -567,11 +609,12 @@ class DaemonSetController:
         self.status_metrics.observe(key, status)
         failure = self.signals.take(key)
 
-        def conditions(current: Mapping[str, Any] | None) -> dict[str, Any]:
-            return _with_failure(without_condition(current, INVALID), failure, clear=writes_ok, now=now)
+        def conditions(current: Mapping[str, Any] | None) -> tuple[dict[str, Any], float | None]:
+            kept = _with_failure(without_condition(current, INVALID), failure, clear=writes_ok, now=now)
+            return self.progress.condition(ds, kept, status, hash_, created=created, now=now)
 
         old = ds.get("status") or {}
-        base = conditions(old)
+        base, deadline_requeue = conditions(old)
         check_generation = generation if observed else 0
         if status_changed(old, status, generation=check_generation) or base != old:
             new_status = status_with(base, status, observed_generation=generation if observed else None)
@@ -579,10 +622,10 @@ class DaemonSetController:
                 await self._update_status(ds, new_status, expected=(errors.Conflict,))
             except errors.Conflict:
                 live = await self.client.get(self.resource, meta["name"], namespace=meta.get("namespace"))
-                new_status = status_with(conditions(live.get("status")), status,
-                                         observed_generation=generation if observed else None)
+                live_base, _ = conditions(live.get("status"))
+                new_status = status_with(live_base, status, observed_generation=generation if observed else None)
                 await self._update_status(live, new_status)
-        return availability_requeue(ds, status)
+        return soonest(availability_requeue(ds, status), deadline_requeue)
 
     async def _write_failure_condition(self, ds: Obj) -> None:
         """After a write failed before the status step (history, adoption): set ``ReplicaFailure``

@@ -78,10 +78,16 @@ class PlanExecutor:
         assert self.signals is not None
         return self.signals
 
-    async def execute(self, *, key: str, ds: Mapping[str, Any], plan: Plan, hash_: str) -> ExecutionResult:
-        """Apply ``plan`` to DaemonSet ``ds`` (whose cache key is ``key``)."""
+    async def execute(
+        self, *, key: str, ds: Mapping[str, Any], plan: Plan, hash_: str, burst: int | None = None
+    ) -> ExecutionResult:
+        """Apply ``plan`` to DaemonSet ``ds`` (whose cache key is ``key``).
+
+        ``burst`` lowers the executor's burst for this DaemonSet (its ``burstReplicas``); one
+        worker per key means the cap is also the most writes in flight for it.
+        """
         result = ExecutionResult()
-        plan = cap_burst(plan, burst=self.burst)
+        plan = cap_burst(plan, burst=self.burst if burst is None else min(self.burst, burst))
         creates, deletes = list(plan.creates), list(plan.deletes)
         for event in plan.events:
             target: Mapping[str, Any] = ds

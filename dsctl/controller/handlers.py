@@ -5,6 +5,11 @@ node event concerns: a node update that leaves labels, taints and name unchanged
 heartbeat, the overwhelming majority at scale) is dropped after one tuple comparison, and an
 update that changes them enqueues only the DaemonSets whose eligibility actually flips.
 
+A node that joins or becomes eligible wakes its DaemonSets through the queue's priority lane,
+ranked by their pods' priority (``priority_of``, see ``daemonset.podpriority``), so a
+``system-node-critical`` agent's pod is created on it before any other; ties keep the order
+in which the DaemonSets are listed.
+
 Expectations are observed here, because the handlers are where the controller first sees the
 effect of its own writes.
 
@@ -70,6 +75,9 @@ class Handlers:
         expectations: Expectations,
         enqueue: Callable[[str], None],
         enqueue_after: Callable[[str, float], None],
+        enqueue_prioritized: Callable[[str, int], None] | None = None,
+        priority_of: Callable[[Obj], int] | None = None,
+        node_wanted: Callable[[str, list[tuple[str, int]]], None] | None = None,
     ) -> None:
         self._kind = ds_kind
         self._get_ds = get_daemonset
@@ -78,6 +86,9 @@ class Handlers:
         self._expectations = expectations
         self._enqueue = enqueue
         self._enqueue_after = enqueue_after
+        self._enqueue_prioritized = enqueue_prioritized
+        self._priority_of = priority_of
+        self._node_wanted = node_wanted
         # key -> resourceVersion of the controller's last status write not yet seen echoed.
         self._own_status: dict[str, str] = {}
 
@@ -243,20 +254,39 @@ class Handlers:
 
     # -- nodes --------------------------------------------------------------------------------
 
-    def on_node_add(self, node: Obj) -> None:
-        """A node joined: wake every DaemonSet that should run a pod there."""
-        for ds in self._list_ds():
-            should_run, _ = node_should_run(ds, node)
-            if should_run:
+    def _wake_for_node(self, node: Obj, wanting: list[Obj]) -> None:
+        """Enqueue the DaemonSets a node now wants, in the priority lane when priorities are known."""
+        if self._enqueue_prioritized is None or self._priority_of is None:
+            for ds in wanting:
                 self._enqueue(object_key(ds))
+            return
+        ranked = [(object_key(ds), self._priority_of(ds)) for ds in wanting]
+        if self._node_wanted is not None and ranked:
+            self._node_wanted(str((node.get("metadata") or {}).get("name") or ""), ranked)
+        for key, priority in ranked:
+            self._enqueue_prioritized(key, priority)
+
+    def on_node_add(self, node: Obj) -> None:
+        """A node joined: wake every DaemonSet that should run a pod there, by pod priority."""
+        self._wake_for_node(node, [ds for ds in self._list_ds() if node_should_run(ds, node)[0]])
 
     def on_node_update(self, old: Obj, new: Obj) -> None:
-        """Heartbeats are dropped cheaply; real changes wake only the DaemonSets that flip."""
+        """Heartbeats are dropped cheaply; real changes wake only the DaemonSets that flip.
+
+        A DaemonSet that the node becomes eligible for goes by pod priority, as on a join.
+        """
         if eligibility_signature(old) == eligibility_signature(new):
             return
+        eligible: list[Obj] = []
         for ds in self._list_ds():
-            if node_should_run(ds, old) != node_should_run(ds, new):
+            before, after = node_should_run(ds, old), node_should_run(ds, new)
+            if before == after:
+                continue
+            if after[0] and not before[0]:
+                eligible.append(ds)
+            else:
                 self._enqueue(object_key(ds))
+        self._wake_for_node(new, eligible)
 
     def on_node_delete(self, node: Obj) -> None:
         """A node left: its DaemonSets' desired counts change, and its pods must go."""

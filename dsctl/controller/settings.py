@@ -41,3 +41,7 @@ class ControllerSettings(Protocol):
     @property
     def stuck_sync_seconds(self) -> float:
         """A sync running longer than this is reported stuck."""
+
+    @property
+    def node_join_priority(self) -> bool:
+        """Sync the DaemonSets a new node wants in their pods' priority order (else FIFO)."""

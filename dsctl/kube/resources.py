@@ -97,6 +97,7 @@ CONTROLLER_REVISIONS = Resource(
     "apps", "v1", "controllerrevisions", "ControllerRevision", namespaced=True
 )
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
+PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False)
 
 
 def crd_daemonsets(group: str = "dsctl.io", version: str = "v1") -> Resource:

@@ -50,12 +50,13 @@ def status_message(target: Target, ds: Obj) -> tuple[str, bool]:
     if strategy != "RollingUpdate":
         raise RolloutError("rollout status is only available for RollingUpdate strategy type")
     status = as_map(ds.get("status"))
-    for condition in as_list(status.get("conditions")):
-        if (as_map(condition).get("type") == "Progressing" and condition.get("status") == "False"
-                and condition.get("reason") == "ProgressDeadlineExceeded"):
-            raise RolloutError(f'daemon set "{target.name}" exceeded its progress deadline')
     if as_int(meta(ds).get("generation"), 0) > as_int(status.get("observedGeneration"), 0):
         return "Waiting for daemon set spec update to be observed...", False
+    # As kubectl's Deployment viewer: judged only once the current generation was observed,
+    # by the reason alone, in its words ("deployment" becomes "daemon set").
+    for condition in as_list(status.get("conditions")):
+        if as_map(condition).get("type") == "Progressing" and condition.get("reason") == "ProgressDeadlineExceeded":
+            raise RolloutError(f'daemon set "{target.name}" exceeded its progress deadline')
     desired = as_int(status.get("desiredNumberScheduled"), 0)
     updated = as_int(status.get("updatedNumberScheduled"), 0)
     available = as_int(status.get("numberAvailable"), 0)

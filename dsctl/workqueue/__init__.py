@@ -6,7 +6,8 @@ replays a key that was added while it was being worked, and paces retries.
 
 Layers, each adding one capability to the one below:
 
-- ``WorkQueue``: dedup, per-key exclusivity, FIFO fairness, shutdown with drain.
+- ``WorkQueue``: dedup, per-key exclusivity, FIFO fairness, shutdown with drain; beyond
+  client-go, ``add_prioritized`` (a priority lane ahead of the FIFO, see ``lanes``).
 - ``DelayingQueue``: ``add_after(key, delay)``.
 - ``RateLimitingQueue``: ``add_rate_limited``, ``forget``, ``num_requeues``, paced by a
   ``RateLimiter`` (``ItemExponentialFailureRateLimiter``, ``BucketRateLimiter``,

@@ -21,6 +21,7 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from dsctl.workqueue.clock import Clock, RealClock, Timer
+from dsctl.workqueue.lanes import Lanes, PriorityGate
 from dsctl.workqueue.metrics import QueueMetrics, queue_metrics
 
 __all__ = ["ShutDown", "WorkQueue"]
@@ -41,8 +42,13 @@ class WorkQueue(Generic[K]):
 
     - ``dirty`` holds every key that needs processing; ``processing`` every key a worker
       holds between ``get`` and ``done``.
-    - A key is in the FIFO if and only if it is dirty and not processing, so it is queued
+    - A key is waiting if and only if it is dirty and not processing, so it is queued
       at most once however often it is added (dedup), and in the order of first add.
+    - Beyond client-go: ``add_prioritized`` puts a key in a priority lane served before the
+      FIFO, highest priority first, ties in order of add (see ``lanes``). It is used only for
+      the DaemonSets a new node wakes; every other add keeps client-go's FIFO order, and
+      the dirty/processing rules above hold for both. While a key taken from that lane is
+      in flight, lower work waits, for at most ``priority_hold`` seconds (see ``PriorityGate``).
     - A key is never handed to two workers at once. An add while the key is processing
       only marks it dirty; ``done`` then puts it back in the FIFO, so the change that
       caused the add is always seen by a later processing.
@@ -66,10 +72,15 @@ class WorkQueue(Generic[K]):
         name: str = "",
         clock: Clock | None = None,
         registry: CollectorRegistry | None = None,
+        priority_hold: float = 10.0,
     ) -> None:
         self.name = name
         self.clock: Clock = clock if clock is not None else RealClock()
-        self._fifo: deque[K] = deque()
+        self._lanes: Lanes[K] = Lanes()
+        # Priority of keys added with add_prioritized while processing, for done()'s replay.
+        self._replay_rank: dict[K, int] = {}
+        self._gate: PriorityGate[K] = PriorityGate(hold=priority_hold)
+        self._gate_timer: Timer | None = None
         self._dirty: set[K] = set()
         self._processing: set[K] = set()
         self._getters: deque[asyncio.Future[None]] = deque()
@@ -82,7 +93,7 @@ class WorkQueue(Generic[K]):
 
     def __len__(self) -> int:
         """Keys waiting to be handed out (not counting in-flight ones). For information only."""
-        return len(self._fifo)
+        return len(self._lanes)
 
     @property
     def in_flight(self) -> int:
@@ -103,7 +114,25 @@ class WorkQueue(Generic[K]):
             self._metrics.add(key)
         if key in self._processing:
             return  # replayed by done()
-        self._fifo.append(key)
+        self._lanes.push(key)
+        self._wake_one()
+
+    def add_prioritized(self, key: K, priority: int) -> None:
+        """Like ``add``, but ``key`` waits in the priority lane, ahead of every plain add.
+
+        A key already waiting is moved up to ``priority`` if that is higher; a key being
+        processed is replayed into the priority lane by ``done()``.
+        """
+        if self._shutting_down:
+            return
+        if key not in self._dirty:
+            self._dirty.add(key)
+            if self._metrics is not None:
+                self._metrics.add(key)
+        if key in self._processing:
+            self._replay_rank[key] = max(priority, self._replay_rank.get(key, priority))
+            return
+        self._lanes.push_priority(key, priority)
         self._wake_one()
 
     async def get(self) -> K:
@@ -113,7 +142,7 @@ class WorkQueue(Generic[K]):
         (during a drain: once the drain is complete or abandoned).
         Cancelling a waiting ``get`` loses no key.
         """
-        while not self._fifo:
+        while not self._may_take():
             # While draining, an idle worker keeps waiting: an in-flight key may still be replayed.
             if self._shutting_down and not (self._draining and self._processing):
                 raise ShutDown(self.name)
@@ -128,7 +157,10 @@ class WorkQueue(Generic[K]):
                     # Woken for a key but cancelled before taking it: pass the wake-up on.
                     self._wake_one()
                 raise
-        key = self._fifo.popleft()
+        head = self._lanes.peek()
+        assert head is not None
+        key = self._lanes.pop()
+        self._gate.started(key, head[1], now=self.clock.now())
         self._dirty.discard(key)
         self._processing.add(key)
         if self._metrics is not None:
@@ -146,8 +178,14 @@ class WorkQueue(Generic[K]):
         self._processing.remove(key)
         if self._metrics is not None:
             self._metrics.done(key)
+        rank = self._replay_rank.pop(key, None)
+        if self._gate.finished(key):
+            self._wake_all()  # the gate may have opened for several waiting keys
         if key in self._dirty:
-            self._fifo.append(key)
+            if rank is None:
+                self._lanes.push(key)
+            else:
+                self._lanes.push_priority(key, rank)
             self._wake_one()
         elif self._shutting_down:
             self._check_drained()
@@ -161,7 +199,12 @@ class WorkQueue(Generic[K]):
         self._stop_intake()
         if self._metrics is not None and self._dirty:
             self._metrics.discard(len(self._dirty))
-        self._fifo.clear()
+        self._lanes.clear()
+        self._replay_rank.clear()
+        self._gate.clear()
+        if self._gate_timer is not None:
+            self._gate_timer.cancel()
+            self._gate_timer = None
         self._dirty.clear()
         self._draining = False
         self._wake_all()
@@ -204,7 +247,7 @@ class WorkQueue(Generic[K]):
                 "workqueue_drain_deadline_passed",
                 queue=self.name,
                 in_flight=len(self._processing),
-                waiting=len(self._fifo),
+                waiting=len(self._lanes),
             )
             self.shut_down()
         return ok
@@ -215,8 +258,25 @@ class WorkQueue(Generic[K]):
         """Refuse further adds. Subclasses extend this to stop their own sources of adds."""
         self._shutting_down = True
 
+    def _may_take(self) -> bool:
+        """Whether a key is waiting and the priority gate lets the next one start now."""
+        head = self._lanes.peek()
+        if head is None:
+            return False
+        now = self.clock.now()
+        if self._gate.allows(head[1], now=now):
+            return True
+        expiry = self._gate.next_expiry(now=now)
+        if expiry is not None and self._gate_timer is None:
+            self._gate_timer = self.clock.call_later(expiry, self._gate_expired)
+        return False
+
+    def _gate_expired(self) -> None:
+        self._gate_timer = None
+        self._wake_all()
+
     def _is_drained(self) -> bool:
-        return not self._fifo and not self._processing
+        return not self._lanes and not self._processing
 
     def _check_drained(self) -> None:
         if self._draining and self._is_drained():

@@ -501,6 +501,33 @@ def rollout_controls(defs: Mapping[str, Schema]) -> Schema:
     }
 
 
+def spec_limits() -> Schema:
+    """dsctl's fields beyond apps/v1 at ``spec`` level; see ``dsctl.daemonset.speclimits``."""
+    return {
+        "burstReplicas": {
+            "description": "dsctl: at most this many pod creates, and this many deletes, in flight for this "
+            "DaemonSet; it can only lower the controller's --burst-replicas. Default: --burst-replicas.",
+            "type": "integer", "format": "int32", "minimum": 1,
+        },
+        "progressDeadlineSeconds": {
+            "description": "dsctl: seconds a rollout may make no progress before the Progressing condition "
+            "turns False with reason ProgressDeadlineExceeded. Default 600.",
+            "type": "integer", "format": "int32", "minimum": 1,
+        },
+    }
+
+
+def condition_extras() -> Schema:
+    """dsctl's fields beyond apps/v1 in ``status.conditions[]`` (Deployment has them)."""
+    return {
+        "lastUpdateTime": {
+            "description": "dsctl: the last time this condition was updated; for Progressing, the last "
+            "progress of the rollout.",
+            "type": "string", "format": "date-time",
+        },
+    }
+
+
 def build_crd(defs: Mapping[str, Schema], *, version: str = K8S_VERSION) -> dict[str, Any]:
     """The whole CustomResourceDefinition object for ``daemonsets.dsctl.io``."""
     daemonset = defs[_ROOT]
@@ -509,6 +536,9 @@ def build_crd(defs: Mapping[str, Schema], *, version: str = K8S_VERSION) -> dict
     spec = structural_schema(props["spec"], defs, where="spec")
     rolling = spec["properties"]["updateStrategy"]["properties"]["rollingUpdate"]
     rolling["properties"].update(rollout_controls(defs))
+    spec["properties"].update(spec_limits())
+    status = structural_schema(props["status"], defs, where="status")
+    status["properties"]["conditions"]["items"]["properties"].update(condition_extras())
     schema: Schema = {
         "description": (
             "DaemonSet managed by dsctl: the apps/v1 DaemonSet shape, served under "
@@ -520,7 +550,7 @@ def build_crd(defs: Mapping[str, Schema], *, version: str = K8S_VERSION) -> dict
             "kind": {"description": kind, "type": "string"},
             "metadata": {"type": "object"},
             "spec": spec,
-            "status": structural_schema(props["status"], defs, where="status"),
+            "status": status,
         },
     }
     return {

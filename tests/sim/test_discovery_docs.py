@@ -42,7 +42,8 @@ def test_group_list_order_and_preferred_versions() -> None:
     """Groups come in apiserver priority order; a CRD's preferred version is its most stable, newest one."""
     groups = api_group_list(TYPES)["groups"]
     assert [g["name"] for g in groups] == [
-        "apps", "events.k8s.io", "policy", "coordination.k8s.io", "apiextensions.k8s.io", "example.com",
+        "apps", "events.k8s.io", "policy", "scheduling.k8s.io", "coordination.k8s.io", "apiextensions.k8s.io",
+        "example.com",
     ]
     widgets = groups[-1]
     assert [v["version"] for v in widgets["versions"]] == ["v2", "v1", "v1beta1"]

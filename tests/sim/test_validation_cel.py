@@ -29,6 +29,7 @@ SIZE_RULES: Obj = {
         "labels": {"type": "object", "maxProperties": 1, "additionalProperties": {
             "type": "string", "x-kubernetes-validations": [{"rule": "self != 'bad'", "message": "no bad values"}]}},
         "port": {"x-kubernetes-int-or-string": True, "anyOf": [{"type": "integer"}, {"type": "string"}]},
+        "burst": {"type": "integer", "minimum": 1, "maximum": 5},
     },
     "x-kubernetes-validations": [
         {"rule": "self.size <= 10", "message": "size must be at most 10", "fieldPath": ".size"},
@@ -75,6 +76,12 @@ SIZE_RULES: Obj = {
         pytest.param({"size": 1, "tags": ["x"], "port": True},
                      [("spec.port", 'Invalid value: "boolean": spec.port in body must be of type '
                                     'integer-or-string: "boolean"')], id="int-or-string"),
+        pytest.param({"size": 1, "tags": ["x"], "burst": 0},
+                     [("spec.burst", "Invalid value: 0: spec.burst in body should be greater than or equal to 1")],
+                     id="minimum"),
+        pytest.param({"size": 1, "tags": ["x"], "burst": 6},
+                     [("spec.burst", "Invalid value: 6: spec.burst in body should be less than or equal to 5")],
+                     id="maximum"),
     ],
 )
 def test_schema_and_rules(spec: Obj, expected: list[tuple[str, str]]) -> None:

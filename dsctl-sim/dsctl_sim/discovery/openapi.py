@@ -42,6 +42,7 @@ _BUILTIN_PACKAGES = {
     "events.k8s.io": "io.k8s.api.events",
     "coordination.k8s.io": "io.k8s.api.coordination",
     "policy": "io.k8s.api.policy",
+    "scheduling.k8s.io": "io.k8s.api.scheduling",
     "apiextensions.k8s.io": "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions",
 }
 _PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json")

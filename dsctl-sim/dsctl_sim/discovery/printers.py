@@ -381,6 +381,20 @@ def _pdb_row(pdb: Obj, now: float) -> Row:
             _created(pdb, now)]
 
 
+PRIORITY_CLASS_COLUMNS = [
+    NAME,
+    col("Value", "integer", description="The integer value of this priority class."),
+    col("Global-Default", "boolean", description="Whether this class is the default for pods without one."),
+    AGE,
+    col("PreemptionPolicy", description="The policy for preempting pods with lower priority.", priority=1),
+]
+
+
+def _priority_class_row(pc: Obj, now: float) -> Row:
+    return [_meta(pc).get("name", ""), pc.get("value", 0), bool(pc.get("globalDefault")), _created(pc, now),
+            pc.get("preemptionPolicy") or ""]
+
+
 def _crd_row(crd: Obj, now: float) -> Row:
     return [_meta(crd).get("name", ""), _meta(crd).get("creationTimestamp", "")]
 
@@ -393,5 +407,6 @@ BUILTIN_PRINTERS: dict[tuple[str, str], Printer] = {
     ("apps", "controllerrevisions"): (REVISION_COLUMNS, _revision_row),
     ("coordination.k8s.io", "leases"): (LEASE_COLUMNS, _lease_row),
     ("policy", "poddisruptionbudgets"): (PDB_COLUMNS, _pdb_row),
+    ("scheduling.k8s.io", "priorityclasses"): (PRIORITY_CLASS_COLUMNS, _priority_class_row),
     ("apiextensions.k8s.io", "customresourcedefinitions"): (CRD_COLUMNS, _crd_row),
 }

@@ -2,14 +2,17 @@
 
 kube-apiserver checks every custom resource write against the served version's
 ``openAPIV3Schema``: value types, ``required``, ``enum``, size limits (``maxLength``,
-``maxItems``, ``maxProperties``, ``minItems``), then the ``x-kubernetes-validations`` CEL rules
-of each node (``dsctl_sim.validation.cel``). ``CustomSchema`` compiles a schema once, when
-the CRD is served, and validates objects against it. Messages are apiextensions':
+``maxItems``, ``maxProperties``, ``minItems``), numeric bounds (``minimum``, ``maximum``),
+then the ``x-kubernetes-validations`` CEL rules of each node (``dsctl_sim.validation.cel``).
+``CustomSchema`` compiles a schema once, when the CRD is served, and validates objects against it.
+Messages are apiextensions':
 
 - ``spec.selector: Required value``;
 - ``spec.minReadySeconds: Invalid value: "string": spec.minReadySeconds in body must be of
   type integer: "string"``;
 - ``spec.x: Unsupported value: "a": supported values: "b", "c"``;
+- ``spec.burstReplicas: Invalid value: 0: spec.burstReplicas in body should be greater than or
+  equal to 1``;
 - ``...key: Too long: may not be longer than 317``; ``...values: Too many: 65: must have at most
   64 items``.
 
@@ -63,6 +66,8 @@ class _Node:
     max_items: int | None = None
     min_items: int | None = None
     max_properties: int | None = None
+    minimum: float | None = None
+    maximum: float | None = None
     properties: dict[str, _Node] = field(default_factory=dict)
     additional: _Node | None = None
     items: _Node | None = None
@@ -80,6 +85,8 @@ def _compile(schema: Mapping[str, Any]) -> _Node:
         max_items=schema.get("maxItems"),
         min_items=schema.get("minItems"),
         max_properties=schema.get("maxProperties"),
+        minimum=schema.get("minimum"),
+        maximum=schema.get("maximum"),
         map_keys=tuple(schema.get("x-kubernetes-list-map-keys") or ())
         if schema.get("x-kubernetes-list-type") == "map" else (),
     )
@@ -198,6 +205,11 @@ def _check_value(causes: Causes, node: _Node, value: Any, path: str) -> bool:
         causes.not_supported(path, value, [str(e) for e in node.enum])
     if node.max_length is not None and isinstance(value, str) and len(value) > node.max_length:
         causes.add(path, "FieldValueTooLong", f"Too long: may not be longer than {node.max_length}")
+    if actual in ("integer", "number") and not isinstance(value, bool):
+        if node.minimum is not None and value < node.minimum:
+            causes.invalid(path, value, f"{path} in body should be greater than or equal to {node.minimum}")
+        if node.maximum is not None and value > node.maximum:
+            causes.invalid(path, value, f"{path} in body should be less than or equal to {node.maximum}")
     if isinstance(value, list):
         if node.max_items is not None and len(value) > node.max_items:
             causes.add(path, "FieldValueTooMany", f"Too many: {len(value)}: must have at most {node.max_items} items")

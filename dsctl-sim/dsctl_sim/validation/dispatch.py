@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dsctl_sim.disruption import validate_pdb
+from dsctl_sim.priorityclasses import PRIORITY_CLASSES, validate_priority_class
 from dsctl_sim.validation.causes import Causes, check_dns_label, check_dns_subdomain
 from dsctl_sim.validation.cluster import (
     validate_core_event,
@@ -61,6 +62,7 @@ _RULES: dict[str, _Rules] = {
     "coordination.k8s.io/leases": _Rules(True, _ignoring_old(validate_lease)),
     "apiextensions.k8s.io/customresourcedefinitions": _Rules(False, validate_crd),
     "policy/poddisruptionbudgets": _Rules(True, validate_pdb),
+    PRIORITY_CLASSES: _Rules(False, validate_priority_class),
 }
 
 _STATUS_RULES: dict[str, Callable[[Causes, Obj], None]] = {

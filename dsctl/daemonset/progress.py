@@ -1,0 +1,193 @@
+"""The ``Progressing`` condition: is the rollout moving, done, or stuck past its deadline?
+
+Mirrors the Deployment controller's ``progress.go`` for a DaemonSet, where "the new replica
+set" is the current revision ``<ds>-<hash>`` (every message names it in quotes, which is how
+a later sync tells whether the condition speaks of the current rollout):
+
+- **complete**: ``updatedNumberScheduled == numberAvailable == desiredNumberScheduled``:
+  ``True / NewRevisionAvailable`` (Deployment's ``NewReplicaSetAvailable``).
+- **started**: no condition yet, one naming another revision, or one that was ``Unknown``
+  (paused or held): ``True / NewRevisionCreated`` when this sync created the revision, else
+  ``True / FoundNewRevision`` (``NewReplicaSetCreated`` / ``FoundNewReplicaSet``). The clock
+  starts there.
+- **progress**: ``updatedNumberScheduled`` or ``numberAvailable`` is higher than in the status
+  last written: ``True / RevisionUpdated`` (``ReplicaSetUpdated``), with ``lastUpdateTime``
+  moved to now. Only these two counters count: a pod that merely starts (Pending to Running)
+  or a deletion is not progress, and a counter that falls and climbs back is progress again,
+  as it is for Deployment's available replicas.
+- **stuck**: still ``True`` and ``lastUpdateTime + progressDeadlineSeconds < now``:
+  ``False / ProgressDeadlineExceeded``. It stays so until progress or completion.
+- **held** by ``paused`` (``Unknown / DaemonSetPaused``, Deployment's ``DeploymentPaused``) or by
+  ``partition`` / ``selector`` (``Unknown / RolloutHeld``): such a rollout stops on purpose,
+  so no deadline runs; lifting the hold restarts the clock.
+
+``lastTransitionTime`` changes only when ``status`` flips; ``lastUpdateTime`` is the time of the
+last progress (or of the last change of condition), as Deployment records it. apps/v1's
+``DaemonSetCondition`` has no ``lastUpdateTime`` and kube-apiserver prunes it, so the caller also
+remembers that time (``Progress.updated_at``) and passes it back as ``remembered``; the CRD
+schema keeps the field. After a controller restart in apps/v1 mode nothing is remembered and
+the clock starts again at the first sync: a stuck rollout is then reported one deadline late,
+never early. The caller
+requeues at ``requeue_after`` so that a stuck rollout is found within one second of its
+deadline even when no event arrives; its timestamps have second precision, hence the second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dsctl.daemonset.access import as_list, as_map, text
+from dsctl.daemonset.conditions import without_condition
+from dsctl.daemonset.plan import Status
+from dsctl_api.timefmt import format_rfc3339, parse_rfc3339
+
+__all__ = [
+    "FOUND_NEW_REVISION",
+    "NEW_REVISION_AVAILABLE",
+    "NEW_REVISION_CREATED",
+    "PAUSED",
+    "PROGRESSING",
+    "PROGRESS_DEADLINE_EXCEEDED",
+    "REVISION_UPDATED",
+    "ROLLOUT_HELD",
+    "Progress",
+    "is_stuck",
+    "plan_progress",
+    "progressing_condition",
+    "with_progress",
+]
+
+PROGRESSING = "Progressing"
+NEW_REVISION_CREATED = "NewRevisionCreated"
+FOUND_NEW_REVISION = "FoundNewRevision"
+REVISION_UPDATED = "RevisionUpdated"
+NEW_REVISION_AVAILABLE = "NewRevisionAvailable"
+PROGRESS_DEADLINE_EXCEEDED = "ProgressDeadlineExceeded"
+PAUSED = "DaemonSetPaused"
+ROLLOUT_HELD = "RolloutHeld"
+
+Condition = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """The ``Progressing`` condition to write and when to look again."""
+
+    condition: Condition
+    requeue_after: float | None = None
+    """Seconds until the deadline can pass (plus one); None when no deadline is running."""
+    updated_at: float | None = None
+    """The new last-progress time to remember, when it moved; None keeps the remembered one."""
+
+    @property
+    def stuck(self) -> bool:
+        """Whether the condition says ``ProgressDeadlineExceeded``."""
+        return is_stuck(self.condition)
+
+
+def is_stuck(condition: Mapping[str, Any] | None) -> bool:
+    """Whether ``condition`` is ``Progressing False / ProgressDeadlineExceeded``."""
+    cond = as_map(condition)
+    return cond.get("status") == "False" and cond.get("reason") == PROGRESS_DEADLINE_EXCEEDED
+
+
+def progressing_condition(status: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The ``Progressing`` condition of a status, if any."""
+    for condition in as_list(as_map(status).get("conditions")):
+        if as_map(condition).get("type") == PROGRESSING:
+            return as_map(condition)
+    return None
+
+
+def _condition(status: str, reason: str, message: str, *, now: float,
+               previous: Mapping[str, Any] | None) -> Condition:
+    stamp = format_rfc3339(now)
+    transition = stamp
+    if previous is not None and previous.get("status") == status and previous.get("lastTransitionTime"):
+        transition = str(previous["lastTransitionTime"])
+    return {"type": PROGRESSING, "status": status, "lastUpdateTime": stamp, "lastTransitionTime": transition,
+            "reason": reason, "message": message}
+
+
+def _same(previous: Mapping[str, Any] | None, status: str, reason: str, quoted: str) -> bool:
+    return (previous is not None and previous.get("status") == status and previous.get("reason") == reason
+            and quoted in text(previous.get("message")))
+
+
+def _last_update(previous: Mapping[str, Any], remembered: float | None) -> float | None:
+    try:
+        return parse_rfc3339(text(previous.get("lastUpdateTime")))
+    except ValueError:
+        return remembered
+
+
+def plan_progress(
+    *,
+    previous: Mapping[str, Any] | None,
+    old: Status,
+    new: Status,
+    revision: str,
+    created: bool,
+    held: str | None,
+    deadline: int,
+    now: float,
+    remembered: float | None = None,
+) -> Progress:
+    """The ``Progressing`` condition after a sync (see the module docstring for each case).
+
+    ``previous`` is the condition in the status last written and ``old`` its counters; ``new``
+    are the counters this sync computed. ``created``: this sync created the revision.
+    ``held``: ``"paused"``, ``"held"`` (partition or selector) or None. ``remembered``: the
+    ``updated_at`` of an earlier result for this rollout, used where ``lastUpdateTime`` was pruned.
+    """
+    quoted = f'"{revision}"'
+    complete = new.updated_number_scheduled == new.desired_number_scheduled == new.number_available
+    if complete:
+        if _same(previous, "True", NEW_REVISION_AVAILABLE, quoted):
+            assert previous is not None
+            return Progress(dict(previous))
+        return Progress(_condition("True", NEW_REVISION_AVAILABLE, f"Revision {quoted} has successfully progressed.",
+                                   now=now, previous=previous))
+    if held is not None:
+        reason = PAUSED if held == "paused" else ROLLOUT_HELD
+        if _same(previous, "Unknown", reason, quoted):
+            assert previous is not None
+            return Progress(dict(previous))
+        message = (f"Rollout of revision {quoted} is paused." if held == "paused"
+                   else f"Rollout of revision {quoted} is held by its partition or node selector.")
+        return Progress(_condition("Unknown", reason, message, now=now, previous=previous))
+    if previous is None or quoted not in text(previous.get("message")) or previous.get("status") == "Unknown":
+        reason = NEW_REVISION_CREATED if created else FOUND_NEW_REVISION
+        message = f"Created new revision {quoted}" if created else f"Found new revision {quoted}"
+        return Progress(_condition("True", reason, message, now=now, previous=previous),
+                        requeue_after=float(deadline) + 1.0, updated_at=now)
+    progressed = (new.updated_number_scheduled > old.updated_number_scheduled
+                  or new.number_available > old.number_available)
+    if progressed:
+        return Progress(_condition("True", REVISION_UPDATED, f"Revision {quoted} is progressing.",
+                                   now=now, previous=previous), requeue_after=float(deadline) + 1.0, updated_at=now)
+    if is_stuck(previous):
+        return Progress(dict(previous))
+    since = _last_update(previous, remembered)
+    if since is None:
+        # Neither stored nor remembered (a restart, in apps/v1 mode): start the clock now.
+        return Progress(dict(previous), requeue_after=float(deadline) + 1.0, updated_at=now)
+    if since + deadline < now:
+        return Progress(_condition("False", PROGRESS_DEADLINE_EXCEEDED, f"Revision {quoted} has timed out progressing.",
+                                   now=now, previous=previous), updated_at=now)
+    return Progress(dict(previous), requeue_after=max(0.0, since + deadline - now) + 1.0)
+
+
+def with_progress(status: Mapping[str, Any] | None, condition: Condition) -> dict[str, Any]:
+    """``status`` with its ``Progressing`` condition replaced, in place in the list order."""
+    conditions = as_list(as_map(status).get("conditions"))
+    for index, existing in enumerate(conditions):
+        if as_map(existing).get("type") == PROGRESSING:
+            result = dict(as_map(status))
+            result["conditions"] = [*conditions[:index], condition, *conditions[index + 1:]]
+            return result
+    result = without_condition(status, PROGRESSING)
+    result["conditions"] = [*as_list(result.get("conditions")), condition]
+    return result
