@@ -20,7 +20,9 @@ Kept for pods (and ``apiVersion``/``kind``, which informers always fill in):
   creationTimestamp, deletionTimestamp, plus the annotations named in ``keep_annotations``;
 - ``spec``: nodeName, and ``affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution``
   (where a DaemonSet pod records its target node before it is bound);
-- ``status``: phase, and the ``Ready`` condition (type, status, lastTransitionTime).
+- ``status``: phase, the ``Ready`` condition (type, status, lastTransitionTime), and each
+  container status's ``name`` and ``restartCount`` (an in-place update is done once the
+  patched containers restarted; shared, so pods with equal counts store one list).
 
 Kept for nodes:
 
@@ -123,6 +125,25 @@ def _ready_condition(status: Any) -> list[Obj] | None:
     return None
 
 
+def _restart_counts(status: Obj) -> list[Obj] | None:
+    statuses = status.get("containerStatuses")
+    if not statuses or statuses.__class__ is not list:
+        return None
+    kept = tuple(
+        (name, s.get("restartCount"))
+        for s in statuses
+        if s.__class__ is dict and (name := s.get("name")).__class__ is _str
+    )
+
+    def make() -> list[Obj]:
+        return [{"name": _intern(str(n)), "restartCount": c} for n, c in kept]
+
+    try:
+        return _SHARED.get(("restarts", kept), make)  # type: ignore[no-any-return]
+    except TypeError:
+        return make()
+
+
 def _metadata(meta: Any, annotations: tuple[str, ...]) -> Obj:
     if meta.__class__ is not dict:
         return {}
@@ -212,6 +233,9 @@ def make_pod_projection(*, keep_annotations: Iterable[str] = ()) -> Callable[[Ob
             ready = _ready_condition(status)
             if ready is not None:
                 kept_status["conditions"] = ready
+            restarts = _restart_counts(status)
+            if restarts is not None:
+                kept_status["containerStatuses"] = restarts
             out["status"] = kept_status
         return out
 
