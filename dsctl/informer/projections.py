@@ -136,7 +136,8 @@ def _restart_counts(status: Obj) -> list[Obj] | None:
     )
 
     def make() -> list[Obj]:
-        return [{"name": _intern(str(n)), "restartCount": c} for n, c in kept]
+        return [{"name": _intern(str(n))} if c is None else {"name": _intern(str(n)), "restartCount": c}
+                for n, c in kept]
 
     try:
         return _SHARED.get(("restarts", kept), make)  # type: ignore[no-any-return]
