@@ -132,3 +132,20 @@ async def test_crd_mode_field_patches_in_place(sim: SimProcess, kube: KubeClient
         await eventually(lambda: _running(kube, V2, 6), timeout=60, message="new image Ready everywhere")
         await _same_pods_restarted_once(kube, before)
         assert not ctl.errors()
+
+
+@pytest.mark.parametrize("sim", [{"nodes": 20, "args": ["--watch-event-latency-ms", "300"]}], indirect=True)
+async def test_lagging_watches_never_take_in_place_past_the_budget(
+    sim: SimProcess, kube: KubeClient, controller: ControllerProcess
+) -> None:
+    """With pod events 300 ms late, no sync re-plans on a cache that does not show its patches yet."""
+    await kube.create(DAEMONSETS, _agent(rolling(max_unavailable=2)), namespace="default")
+    await eventually(lambda: _running(kube, V1, 20), timeout=60, message="first rollout")
+    before = await _pods_by_uid(kube)
+    async with RolloutObserver(kube, "agent") as obs:
+        await update_template(kube, "agent", image=V2)
+        await obs.wait_rolled_out(90)
+        await eventually(lambda: _running(kube, V2, 20), timeout=60, message="new image Ready everywhere")
+    obs.assert_clean()
+    assert obs.max_unavailable_seen <= 2
+    await _same_pods_restarted_once(kube, before)
