@@ -1,12 +1,11 @@
-"""Carries out a plan's in-place updates (``Plan.updates``): one read and one patch per pod.
+"""Carries out a plan's in-place updates (``Plan.updates``): one strategic merge patch per pod.
 
 Kept apart from ``PlanExecutor.execute`` (creates and deletes), on the executor's client,
-recorder and burst. The live read gives what the cache projection drops: container indexes,
-whether the pod has annotations at all, and restart counts as of now. Every fact the patch
-relies on is ``test``ed (see ``dsctl.daemonset.inplace.in_place_patch``), so a pod that
-changed meanwhile is refused with 422 and planned again by the next sync. Each pod is
-recorded in ``PendingPatches`` before its patch is sent, so no sync plans on a cache that
-does not show it yet.
+recorder and burst. The patch (``dsctl.daemonset.inplace.in_place_patch``) is pinned to the
+pod's UID and to the resourceVersion the plan was made on, so a pod that changed since
+refuses it with 409 and the next sync plans again on a fresher cache. Each pod is recorded
+in ``PendingPatches`` before its patch is sent, so no sync plans on a cache that does not
+show it yet; a certain refusal cancels that, an unknown outcome keeps it briefly.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ import structlog
 from dsctl.daemonset.inplace import in_place_patch
 from dsctl.daemonset.inplacewait import PendingPatches
 from dsctl.daemonset.plan import PodUpdate
-from dsctl.daemonset.template import HASH_LABEL
 from dsctl.kube import errors
 from dsctl.kube.resources import PODS
 
@@ -50,45 +48,30 @@ async def patch_in_place(
 async def _patch_one(
     executor: PlanExecutor, key: str, ds: Mapping[str, Any], update: PodUpdate, pending: PendingPatches
 ) -> str | None:
-    """None when patched; "" when the pod is gone or moved on (nothing to report); else the error."""
+    """None when patched; "" when the pod is gone or changed since the plan (nothing to report); else the error."""
     ref = update.pod
     pod_key = f"{ref.namespace}/{ref.name}"
+    pending.expect(key, pod=pod_key, pod_uid=ref.uid, resource_version=update.resource_version)
     try:
-        live = await executor.client.get(PODS, ref.name, namespace=ref.namespace)
-    except errors.NotFound:
+        await executor.client.patch(PODS, ref.name, in_place_patch(update), namespace=ref.namespace,
+                                    patch_type="strategic")
+    except errors.Conflict as exc:
+        # The pod moved past the planned version; the cache will show that version soon, which
+        # releases the expectation, and the next sync plans on it.
+        log.info("in_place_conflict", daemonset=key, pod=pod_key, reason=exc.reason or exc.status)
         return ""
-    except errors.ApiError as exc:
-        return f"{exc.reason or exc.status}: {exc.message}"
-    ops = in_place_patch(update, live)
-    if ops is None:
-        log.info("in_place_skipped", daemonset=key, pod=pod_key, reason="pod changed since the plan")
-        return ""
-    pending.expect(key, pod=pod_key, pod_uid=ref.uid, hash=update.hash)
-    try:
-        await executor.client.patch(PODS, ref.name, ops, namespace=ref.namespace, patch_type="json")
-    except (errors.NotFound, errors.Invalid, errors.Conflict) as exc:
-        # A failed test (422), a vanished pod: the next sync plans again on a fresher cache.
+    except (errors.NotFound, errors.Invalid) as exc:
         pending.cancel(key, pod=pod_key)
         log.info("in_place_refused", daemonset=key, pod=pod_key, reason=exc.reason or exc.status)
         return ""
     except errors.ApiError as exc:
-        if 0 < exc.status < 500 or not await _landed(executor, ref.name, ref.namespace, update.hash):
+        if 0 < exc.status < 500:
             pending.cancel(key, pod=pod_key)
+        else:
+            pending.unknown_outcome(key, pod=pod_key)
         message = f"{exc.reason or exc.status}: {exc.message}"
         executor.recorder.record(ds, "Warning", "FailedInPlaceUpdate", f"Error updating pod {ref.name}: {message}")
         return message
     images = ", ".join(f"{c.container}={c.new}" for c in update.images)
     executor.recorder.record(ds, "Normal", "SuccessfulInPlaceUpdate", f"Updated pod in place: {ref.name} ({images})")
     return None
-
-
-async def _landed(executor: PlanExecutor, name: str, namespace: str, hash_: str) -> bool:
-    """After a patch with no answer (5xx, lost connection): did it apply? Unknown counts as yes,
-    so the pod stays expected (until the TTL) rather than being planned on a stale cache."""
-    try:
-        live = await executor.client.get(PODS, name, namespace=namespace)
-    except errors.NotFound:
-        return False
-    except errors.ApiError:
-        return True
-    return ((live.get("metadata") or {}).get("labels") or {}).get(HASH_LABEL) == hash_

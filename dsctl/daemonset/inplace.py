@@ -10,10 +10,12 @@ Three pure pieces, used by the rolling update, the status and the executor:
   other difference (command, env, labels, init containers, a container added or renamed)
   means the pod is recreated, as with ``Standard``. Init containers are never patched: a
   kubelet does not rerun them for a running pod, so a new init image would never run.
-- ``in_place_patch``: the JSON patch for one pod, built from the live pod. It ``test``s the
-  UID, each container's name and old image and its restartCount, so a patch planned on a
-  stale cache fails (422) instead of changing a pod that moved on; it replaces the images,
-  moves the revision labels, and records ``dsctl.io/in-place-update``.
+- ``in_place_patch``: the strategic merge patch for one pod, built from the cached pod the
+  plan was made on. Its ``uid`` and ``resourceVersion`` are preconditions, so a pod that
+  changed since (a restart, a relabel, a successor under the same name) refuses it with 409
+  instead of being changed on stale grounds; it sets the images (containers merge by name),
+  moves the revision labels, and records ``dsctl.io/in-place-update`` with the restart counts
+  of that same pod version. One write per pod, no read.
 - ``in_place_pending``: a pod carrying that record is not available until every patched
   container has restarted since (its restartCount went above the recorded one) and the pod
   is Ready again. Until the kubelet reacts, a patched pod still looks Ready with the old
@@ -52,7 +54,6 @@ IN_PLACE_ANNOTATION = "dsctl.io/in-place-update"
 """Pod annotation recording an in-place update: the revision and restart counts at patch time."""
 
 Obj = Mapping[str, Any]
-JsonPatch = list[dict[str, Any]]
 
 
 def revision_template(revision: Obj) -> dict[str, Any] | None:
@@ -153,67 +154,46 @@ def in_place_pending(pod: Obj) -> bool:
     return False
 
 
-def _pointer(token: str) -> str:
-    return token.replace("~", "~0").replace("/", "~1")
+def in_place_patch(update: PodUpdate) -> dict[str, Any]:
+    """The strategic merge patch carrying ``update`` into its pod.
 
-
-def in_place_patch(update: PodUpdate, live: Obj) -> JsonPatch | None:
-    """The JSON patch carrying ``update`` into ``live`` (the pod as just read), or None.
-
-    None when the live pod is not the planned one: another UID, a container missing, or an
-    image that is no longer the one the plan replaces. Every fact the patch relies on is
-    also ``test``ed, so a change between the read and the patch makes the server refuse it.
+    ``metadata.uid`` and ``metadata.resourceVersion`` are preconditions: kube-apiserver refuses
+    a patch whose resourceVersion is not the stored one (409) and one that would change the
+    UID, so the patch applies only to the very pod version the plan was made on; its restart
+    counts, recorded here, are that version's. Containers merge by name, so no index is
+    needed, and annotations merge into whatever the pod has.
     """
-    meta = as_map(live.get("metadata"))
-    if not update.pod.uid or meta.get("uid") != update.pod.uid:
-        return None
-    containers = as_list(as_map(live.get("spec")).get("containers"))
-    index = {str(as_map(c).get("name")): i for i, c in enumerate(containers)}
-    statuses = as_list(as_map(live.get("status")).get("containerStatuses"))
-    status_index = {str(as_map(s).get("name")): i for i, s in enumerate(statuses)}
-    ops: JsonPatch = [{"op": "test", "path": "/metadata/uid", "value": update.pod.uid}]
-    replaced: JsonPatch = []
-    counts: dict[str, int] = {}
-    for change in update.images:
-        i = index.get(change.container)
-        if i is None or as_map(containers[i]).get("image") != change.old:
-            return None
-        ops.append({"op": "test", "path": f"/spec/containers/{i}/name", "value": change.container})
-        ops.append({"op": "test", "path": f"/spec/containers/{i}/image", "value": change.old})
-        replaced.append({"op": "replace", "path": f"/spec/containers/{i}/image", "value": change.new})
-        s = status_index.get(change.container)
-        count = as_map(statuses[s]).get("restartCount") if s is not None else None
-        if s is not None and isinstance(count, int):
-            # A crash between our read and the patch would look like the restart we wait for.
-            ops.append({"op": "test", "path": f"/status/containerStatuses/{s}/restartCount", "value": count})
-            counts[change.container] = count
-        else:
-            counts[change.container] = -1
-    record = json.dumps({"revision": update.hash, "restartCounts": counts}, sort_keys=True, separators=(",", ":"))
-    ops.extend(replaced)
-    ops.append({"op": "add", "path": f"/metadata/labels/{_pointer(HASH_LABEL)}", "value": update.hash})
+    record = json.dumps({"revision": update.hash, "restartCounts": dict(update.restart_counts)},
+                        sort_keys=True, separators=(",", ":"))
+    pod_labels = {HASH_LABEL: update.hash}
     if update.generation is not None:
-        ops.append({"op": "add", "path": f"/metadata/labels/{_pointer(GENERATION_LABEL)}",
-                    "value": str(update.generation)})
-    if isinstance(meta.get("annotations"), Mapping):
-        ops.append({"op": "add", "path": f"/metadata/annotations/{_pointer(IN_PLACE_ANNOTATION)}", "value": record})
-    else:
-        # Adding the whole map would drop annotations written since our read: pin the version.
-        ops.insert(1, {"op": "test", "path": "/metadata/resourceVersion", "value": meta.get("resourceVersion")})
-        ops.append({"op": "add", "path": "/metadata/annotations", "value": {IN_PLACE_ANNOTATION: record}})
-    return ops
+        pod_labels[GENERATION_LABEL] = str(update.generation)
+    return {
+        "metadata": {
+            "uid": update.pod.uid,
+            "resourceVersion": update.resource_version,
+            "labels": pod_labels,
+            "annotations": {IN_PLACE_ANNOTATION: record},
+        },
+        "spec": {"containers": [{"name": c.container, "image": c.new} for c in update.images]},
+    }
 
 
 def plan_pod_update(
-    ref: PodRef, *, old_hash: str, old_templates: Mapping[str, Obj], template: Obj, hash: str,
+    pod: Obj, ref: PodRef, *, old_templates: Mapping[str, Obj], template: Obj, hash: str,
     generation: int | None, memo: dict[str, tuple[ImageChange, ...] | None] | None = None,
 ) -> PodUpdate | None:
-    """An in-place update for the pod ``ref`` of revision ``old_hash``, or None to recreate it.
+    """An in-place update for ``pod`` (``ref``), or None to recreate it.
 
     A pod whose revision is not in ``old_templates`` (history cleaned up, or a pod made by
-    hand) is recreated: what it runs is unknown. ``memo`` caches the verdict per old hash,
-    since all pods of one revision get the same one.
+    hand) is recreated: what it runs is unknown; so is a pod without a resourceVersion (no
+    precondition could pin it). ``memo`` caches the verdict per old hash, since all pods of
+    one revision get the same one.
     """
+    old_hash = str(labels(pod).get(HASH_LABEL) or "")
+    version = as_map(pod.get("metadata")).get("resourceVersion")
+    if not old_hash or not ref.uid or not isinstance(version, str) or not version:
+        return None
     if memo is not None and old_hash in memo:
         changes = memo[old_hash]
     else:
@@ -223,4 +203,7 @@ def plan_pod_update(
             memo[old_hash] = changes
     if changes is None:
         return None
-    return PodUpdate(pod=ref, hash=hash, images=changes, generation=generation)
+    counts = _restart_counts(pod)
+    restarts = tuple((c.container, counts.get(c.container, -1)) for c in changes)
+    return PodUpdate(pod=ref, hash=hash, images=changes, generation=generation, resource_version=version,
+                     restart_counts=restarts)

@@ -14,8 +14,8 @@ Conventions the executor relies on:
 - ``Event.regarding`` of None means "the DaemonSet being synced" (upstream records
   ``FailedDaemonPod`` and friends on the DaemonSet, not on the pod).
 - ``Plan.updates`` are in-place image updates (``rollingUpdateType: InPlaceIfPossible``), each
-  naming the pod by UID and the images it expects to replace, so the executor's patch can
-  ``test`` both and never touch a successor or a pod someone else changed meanwhile.
+  naming the pod by UID and the resourceVersion it was planned on, both sent as the patch's
+  preconditions, so it never touches a successor or a pod that changed since.
 - ``Plan.backoff_steps`` are failed-pod backoff keys the executor must advance
   (``FailedPodBackoff.next(key, now=...)``) when it applies the plan; planners never mutate
   backoff state themselves.
@@ -85,6 +85,10 @@ class PodUpdate:
     hash: str
     images: tuple[ImageChange, ...]
     generation: int | None = None
+    resource_version: str = ""
+    """The version of the pod the plan was made on: the patch's precondition."""
+    restart_counts: tuple[tuple[str, int], ...] = ()
+    """Each changed container's restartCount in that version (-1 without a status)."""
 
 
 @dataclass(frozen=True, slots=True)

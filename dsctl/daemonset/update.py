@@ -30,11 +30,11 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from dsctl.daemonset.access import as_map, deletion_timestamp, labels, min_ready_seconds, template, update_strategy
+from dsctl.daemonset.access import as_map, deletion_timestamp, min_ready_seconds, template, uid, update_strategy
 from dsctl.daemonset.controls import NO_CONTROLS, RolloutControls, frozen_nodes
 from dsctl.daemonset.inplace import in_place_pending, plan_pod_update
 from dsctl.daemonset.plan import ImageChange, Plan, PodRef, PodUpdate, soonest
-from dsctl.daemonset.template import HASH_LABEL, is_pod_updated, template_generation
+from dsctl.daemonset.template import is_pod_updated, template_generation
 from dsctl_api.intstr import IntStrError, scaled_value
 from dsctl_api.pods import is_pod_available, is_pod_ready, pod_ready_condition
 from dsctl_api.timefmt import parse_rfc3339
@@ -246,15 +246,15 @@ def _in_place(
     hash: str, generation: int | None,
 ) -> tuple[list[PodRef], list[PodUpdate]]:
     """Split the pods the no-surge pass picked into in-place updates and deletes."""
-    old_hash = {found.old["metadata"].get("uid", ""): str(labels(found.old).get(HASH_LABEL) or "")
-                for _, found in nodes if found.old is not None and found.old.get("metadata")}
+    old_pods = {uid(found.old): found.old for _, found in nodes if found.old is not None}
     current = template(ds)
     memo: dict[str, tuple[ImageChange, ...] | None] = {}
     deletes: list[PodRef] = []
     updates: list[PodUpdate] = []
     for ref in picked:
-        update = plan_pod_update(ref, old_hash=old_hash.get(ref.uid, ""), old_templates=old_templates,
-                                 template=current, hash=hash, generation=generation, memo=memo)
+        pod = old_pods.get(ref.uid)
+        update = None if pod is None else plan_pod_update(
+            pod, ref, old_templates=old_templates, template=current, hash=hash, generation=generation, memo=memo)
         if update is None:
             deletes.append(ref)
         else:

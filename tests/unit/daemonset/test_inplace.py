@@ -6,7 +6,6 @@ import copy
 import json
 from typing import Any
 
-import jsonpatch
 import pytest
 
 from dsctl.daemonset.controls import IN_PLACE_IF_POSSIBLE, InvalidControl, RolloutControls, rollout_controls
@@ -15,15 +14,17 @@ from dsctl.daemonset.inplace import (
     image_only_changes,
     in_place_patch,
     in_place_pending,
+    plan_pod_update,
     templates_by_hash,
 )
-from dsctl.daemonset.inplacewait import PendingPatches
+from dsctl.daemonset.inplacewait import UNKNOWN_OUTCOME_TTL, PendingPatches
 from dsctl.daemonset.plan import ImageChange, PodRef, PodUpdate
 from dsctl.daemonset.podchange import same_for_planning
 from dsctl.daemonset.status import compute_status
 from dsctl.daemonset.template import HASH_LABEL
 from dsctl.daemonset.update import plan_rolling_update
 from dsctl.informer.projections import make_pod_projection
+from dsctl_sim.patch.strategic import strategic_merge
 
 from .objects import T0, make_ds, make_node, make_pod
 
@@ -73,7 +74,7 @@ def test_templates_by_hash_strips_the_patch_directive() -> None:
     assert templates_by_hash([revision, {"metadata": {}}]) == {OLD: _template([A1])}
 
 
-def _live(*, restarts: int | None = 3, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+def _cached(*, restarts: int | None = 3, annotations: dict[str, str] | None = None) -> dict[str, Any]:
     pod = make_pod("node-0", hash=OLD, ready=True, ready_since=T0 - 100)
     pod["metadata"]["resourceVersion"] = "42"
     pod["spec"]["containers"] = [copy.deepcopy(B1), copy.deepcopy(A1)]
@@ -85,8 +86,9 @@ def _live(*, restarts: int | None = 3, annotations: dict[str, str] | None = None
     return pod
 
 
-def _update(pod: dict[str, Any], *changes: ImageChange, generation: int | None = None) -> PodUpdate:
-    return PodUpdate(pod=PodRef.of(pod, node="node-0"), hash=NEW, images=changes, generation=generation)
+def _plan_update(pod: dict[str, Any], new: dict[str, Any], *, generation: int | None = None) -> PodUpdate | None:
+    return plan_pod_update(pod, PodRef.of(pod, node="node-0"), old_templates={OLD: _template([B1, A1])},
+                           template=new, hash=NEW, generation=generation)
 
 
 @pytest.mark.parametrize(("annotations", "restarts", "generation", "recorded"), [
@@ -97,12 +99,13 @@ def _update(pod: dict[str, Any], *changes: ImageChange, generation: int | None =
 def test_in_place_patch_moves_image_and_revision_and_records(
     annotations: dict[str, str] | None, restarts: int | None, generation: int | None, recorded: dict[str, int]
 ) -> None:
-    """The patch replaces the image by name, moves the hash (and generation) label and records restart counts."""
-    pod = _live(restarts=restarts, annotations=annotations)
-    ops = in_place_patch(_update(pod, ImageChange("a", "a:1", "a:2"), generation=generation), pod)
-    assert ops is not None
-    patched = jsonpatch.JsonPatch(ops).apply(pod)
+    """The patch sets the image by name, moves the hash (and generation) labels, records the planned restart counts."""
+    pod = _cached(restarts=restarts, annotations=annotations)
+    update = _plan_update(pod, _template([B1, A2]), generation=generation)
+    assert update is not None
+    patched = strategic_merge(pod, in_place_patch(update), kind="Pod")
     assert [c["image"] for c in patched["spec"]["containers"]] == ["b:1", "a:2"]
+    assert patched["spec"]["containers"][0]["command"] == ["run"]
     assert patched["metadata"]["labels"][HASH_LABEL] == NEW
     assert patched["metadata"]["labels"].get("pod-template-generation") == (None if generation is None
                                                                                else str(generation))
@@ -112,44 +115,25 @@ def test_in_place_patch_moves_image_and_revision_and_records(
         assert patched["metadata"]["annotations"][key] == value
 
 
+def test_in_place_patch_is_pinned_to_the_planned_pod_version() -> None:
+    """The patch carries the pod's UID and the resourceVersion it was planned on, as preconditions."""
+    pod = _cached()
+    update = _plan_update(pod, _template([B1, A2]))
+    assert update is not None
+    meta = in_place_patch(update)["metadata"]
+    assert (meta["uid"], meta["resourceVersion"]) == (pod["metadata"]["uid"], "42")
+
+
 @pytest.mark.parametrize("change", [
-    pytest.param(lambda p: p["metadata"].update(uid="other"), id="uid"),
-    pytest.param(lambda p: p["spec"]["containers"][1].update(image="a:9"), id="image"),
-    pytest.param(lambda p: p["status"]["containerStatuses"][1].update(restartCount=4), id="crashed-since"),
+    pytest.param(lambda p: p["metadata"].pop("resourceVersion"), id="no-resource-version"),
+    pytest.param(lambda p: p["metadata"]["labels"].update({HASH_LABEL: "h-unknown"}), id="unknown-revision"),
+    pytest.param(lambda p: p["metadata"].update(uid=""), id="no-uid"),
 ])
-def test_in_place_patch_fails_its_tests_on_a_pod_that_moved_on(change: Any) -> None:
-    """A pod changed between the read and the patch makes the patch's test operations fail."""
-    pod = _live()
-    ops = in_place_patch(_update(pod, ImageChange("a", "a:1", "a:2")), pod)
-    assert ops is not None
-    moved = copy.deepcopy(pod)
-    change(moved)
-    with pytest.raises(jsonpatch.JsonPatchTestFailed):
-        jsonpatch.JsonPatch(ops).apply(moved)
-
-
-def test_in_place_patch_without_annotations_pins_the_resource_version() -> None:
-    """Adding the whole annotations map is guarded by a resourceVersion test."""
-    pod = _live(annotations=None)
-    ops = in_place_patch(_update(pod, ImageChange("a", "a:1", "a:2")), pod)
-    assert ops is not None
-    later = copy.deepcopy(pod)
-    later["metadata"].update(resourceVersion="43", annotations={"new": "x"})
-    with pytest.raises(jsonpatch.JsonPatchTestFailed):
-        jsonpatch.JsonPatch(ops).apply(later)
-
-
-@pytest.mark.parametrize("live", [
-    pytest.param(lambda p: p["metadata"].update(uid="other"), id="other-uid"),
-    pytest.param(lambda p: p["spec"]["containers"][1].update(image="a:9"), id="other-image"),
-    pytest.param(lambda p: p["spec"]["containers"].pop(), id="container-gone"),
-])
-def test_in_place_patch_refuses_a_pod_that_is_not_the_planned_one(live: Any) -> None:
-    """No patch at all when the live pod differs from the plan."""
-    pod = _live()
-    update = _update(pod, ImageChange("a", "a:1", "a:2"))
-    live(pod)
-    assert in_place_patch(update, pod) is None
+def test_no_in_place_update_without_what_pins_it(change: Any) -> None:
+    """A pod of an unknown revision, or without UID or resourceVersion, is recreated instead."""
+    pod = _cached()
+    change(pod)
+    assert _plan_update(pod, _template([B1, A2])) is None
 
 
 def _patched(*, restarts: int, ready: bool, record_hash: str = NEW, raw: str | None = None) -> dict[str, Any]:
@@ -211,7 +195,10 @@ OLD_TEMPLATES = {OLD: make_ds()["spec"]["template"]}  # one container c with ima
 
 
 def _old_pods(ready: bool = True) -> dict[str, dict[str, Any]]:
-    return {n: make_pod(n, hash=OLD, ready=ready, ready_since=T0 - 100) for n in NODES}
+    pods = {n: make_pod(n, hash=OLD, ready=ready, ready_since=T0 - 100) for n in NODES}
+    for pod in pods.values():
+        pod["metadata"]["resourceVersion"] = "7"
+    return pods
 
 
 def _plan(ds: dict[str, Any], pods: dict[str, dict[str, Any]], *, controls: RolloutControls = IN_PLACE,
@@ -280,23 +267,30 @@ def test_rolling_update_type_refuses_surge_and_unknown_values(ds: dict[str, Any]
         rollout_controls(ds)
 
 
-def test_pending_patches_hold_until_the_cache_shows_the_new_hash() -> None:
-    """A DaemonSet with a patch its cache does not show yet may not plan; seen, gone or replaced releases it."""
+def test_pending_patches_hold_until_the_cache_moves_past_the_patched_version() -> None:
+    """A DaemonSet whose cache still shows a pod at the patched version may not plan; a newer version,
+    a gone pod, another UID, a certain refusal or the deadline releases it."""
     now = [0.0]
     pending = PendingPatches(clock=lambda: now[0], ttl=300)
     old = make_pod("node-0", name="p0", hash=OLD)
+    old["metadata"]["resourceVersion"] = "10"
     cache: dict[str, dict[str, Any]] = {"default/p0": old}
-    pending.expect("ns/ds", pod="default/p0", pod_uid=old["metadata"]["uid"], hash=NEW)
+    pod_uid = old["metadata"]["uid"]
+    pending.expect("ns/ds", pod="default/p0", pod_uid=pod_uid, resource_version="10")
     assert not pending.satisfied("ns/ds", cache.get)
-    cache["default/p0"] = {**old, "metadata": {**old["metadata"], "labels": {HASH_LABEL: NEW}}}
+    cache["default/p0"] = {**old, "metadata": {**old["metadata"], "resourceVersion": "11"}}
     assert pending.satisfied("ns/ds", cache.get) and len(pending) == 0
-    pending.expect("ns/ds", pod="default/p0", pod_uid="gone-uid", hash="h3")
+    pending.expect("ns/ds", pod="default/p0", pod_uid="gone-uid", resource_version="11")
     assert pending.satisfied("ns/ds", cache.get), "another uid under the name: the patched pod is gone"
-    pending.expect("ns/ds", pod="default/p1", pod_uid="u1", hash=NEW)
-    cache["default/p1"] = make_pod("node-1", name="p1", hash=OLD) | {"metadata": {"uid": "u1", "labels": {}}}
+    pending.expect("ns/ds", pod="default/p0", pod_uid=pod_uid, resource_version="11")
+    pending.cancel("ns/ds", pod="default/p0")
+    assert pending.satisfied("ns/ds", cache.get), "a certain refusal changed nothing"
+    pending.expect("ns/ds", pod="default/p0", pod_uid=pod_uid, resource_version="11")
+    pending.unknown_outcome("ns/ds", pod="default/p0")
+    now[0] = UNKNOWN_OUTCOME_TTL - 1
     assert not pending.satisfied("ns/ds", cache.get)
-    now[0] = 301
+    now[0] = UNKNOWN_OUTCOME_TTL + 1
+    assert pending.satisfied("ns/ds", cache.get), "an unanswered patch is expected only briefly"
+    pending.expect("ns/ds", pod="default/p0", pod_uid=pod_uid, resource_version="11")
+    now[0] += 301
     assert pending.satisfied("ns/ds", cache.get), "expired"
-    pending.expect("ns/ds", pod="default/p1", pod_uid="u1", hash=NEW)
-    pending.cancel("ns/ds", pod="default/p1")
-    assert pending.satisfied("ns/ds", cache.get)
