@@ -35,7 +35,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.rollout_1000 import SIM_TERMINATION_CAP, cpu_seconds
+from rollout_1000 import SIM_TERMINATION_CAP, cpu_seconds
+
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, PODS
 from dsctl_api.intstr import scaled_value
