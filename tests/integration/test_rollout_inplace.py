@@ -56,12 +56,15 @@ async def _same_pods_restarted_once(kube: KubeClient, before: dict[str, str]) ->
 async def test_image_change_is_patched_in_place_over_50_nodes(
     sim: SimProcess, kube: KubeClient, controller: ControllerProcess
 ) -> None:
-    """apps/v1: an image-only change keeps every pod's UID and node, within maxUnavailable, new image Ready."""
-    await kube.create(DAEMONSETS, _agent(rolling(max_unavailable="10%")), namespace="default")
+    """apps/v1, driven with kubectl: an image-only change keeps every pod's UID and node, within maxUnavailable,
+    and ends with the new image Ready."""
+    await kube.create(DAEMONSETS, daemonset("agent", image=V1, strategy=rolling(max_unavailable="10%")),
+                      namespace="default")
     await eventually(lambda: _running(kube, V1, 50), timeout=60, message="first rollout")
+    await sim.kubectl("annotate", "ds", "agent", "dsctl.io/rollingUpdateType=InPlaceIfPossible")
     before = await _pods_by_uid(kube)
     async with RolloutObserver(kube, "agent") as obs:
-        await update_template(kube, "agent", image=V2)
+        await sim.kubectl("set", "image", "ds/agent", f"agent={V2}")
         await obs.wait_rolled_out(90)
         await eventually(lambda: _running(kube, V2, 50), timeout=60, message="new image Ready everywhere")
     obs.assert_clean()
