@@ -1,20 +1,18 @@
-# syntax=docker/dockerfile:1
-#
-# dsctl controller image: `docker build -t dsctl:0.1.0 .`
+# dsctl controller image: `make image` (docker build when a Docker engine answers, else
+# buildah; see README.md, "Container image"), or by hand `docker build -t dsctl:0.1.0 .`
 #
 # Two stages. The builder turns the source into a wheel and installs it, with its
-# dependencies, into a virtualenv at /opt/venv. The final stage is the same slim Python
-# base plus that virtualenv and nothing else: no compilers, no build tools, no pip.
+# dependencies, into a virtualenv at /opt/venv. The final stage is the same Python base
+# plus that virtualenv and nothing else: no compilers, no build tools, no pip.
 #
-# Expected size (not built here; estimated): about 195 MB unpacked, about 55 MB to pull.
-#   - base python:3.11.14-slim-bookworm: about 125 MB unpacked, about 45 MB compressed
-#     (Debian 12 slim plus CPython, as listed on Docker Hub for linux/amd64).
-#   - /opt/venv: 69 MB unpacked, 11 MB gzipped, measured by installing the dsctl wheel and
-#     its runtime dependencies into a fresh `venv --without-pip` with bytecode compiled,
-#     then `du -sb` and `tar | gzip -6 | wc -c`. kubernetes_asyncio is 48 MB of it.
+# Measured size (built with buildah on the Debian-bootstrapped base, the only base this
+# machine can get; `python benchmarks/image_size.py`, BENCHMARKS.md section 10):
+#   289 MB unpacked, 105 MB compressed (gzip layers, what a pull downloads), of which the
+#   base is 245 MB / 94 MB and /opt/venv 67 MB unpacked (kubernetes_asyncio is 48 MB of it).
+#   On python:3.11.14-slim-bookworm (about 125 MB unpacked, 45 MB compressed, as listed on
+#   Docker Hub; not pullable here) the same layers come to about 170 MB and 56 MB.
 #   The bytecode costs 26 MB but is worth it: the root filesystem is read-only in the
-#   cluster, so without it every start recompiles in memory (imports take 1.8 s and
-#   110 MB RSS instead of 0.45 s and 75 MB).
+#   cluster, so without it every start recompiles in memory.
 #
 # The base is pinned to a patch release. For byte-for-byte reproducible builds pin the
 # digest too: --build-arg PYTHON_IMAGE=python:3.11.14-slim-bookworm@sha256:<digest>
@@ -27,12 +25,32 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_ROOT_USER_ACTION=ignore
 WORKDIR /src
 COPY pyproject.toml README.md ./
+# The controller and the pure helpers it shares with the simulator (dsctl-api). The simulator
+# is its own distribution (dsctl-sim) and .dockerignore keeps it out of the context.
 COPY dsctl ./dsctl
-# --only-binary: every dependency has wheels for this platform; a dependency that would
-# need a compiler fails the build here instead of silently pulling in a toolchain.
-RUN python -m pip wheel --no-deps --wheel-dir /wheels . \
+COPY dsctl-api ./dsctl-api
+# The package index comes from the build machine's pip configuration, passed as the secret
+# `pipconf` (a pip.conf; `make image` writes it from `pip config list`). A secret, not a
+# build argument, because index URLs can carry credentials and build arguments are kept in
+# the image history. Without the secret pip uses its default index.
+#
+# The bytecode is recompiled as unchecked-hash .pyc files: pip writes timestamp-checked ones,
+# and a COPY that does not keep modification times (buildah's) would make every one stale, so
+# each start would compile everything again in memory (the root filesystem is read-only).
+#
+# The dsctl and dsctl-api wheels are installed without their dependencies (dsctl-api is not on
+# an index), then dsctl's other runtime requirements. --only-binary: every dependency has
+# wheels for this platform; one that would need a compiler fails the build here instead of
+# silently pulling in a toolchain.
+RUN --mount=type=secret,id=pipconf,target=/run/secrets/pipconf \
+    export PIP_CONFIG_FILE=/run/secrets/pipconf \
+ && python -m pip wheel --no-deps --wheel-dir /wheels . ./dsctl-api \
  && python -m venv --without-pip /opt/venv \
- && python -m pip --python /opt/venv/bin/python install --only-binary=:all: /wheels/dsctl-*.whl \
+ && python -m pip --python /opt/venv/bin/python install --no-deps /wheels/dsctl-*.whl /wheels/dsctl_api-*.whl \
+ && /opt/venv/bin/python -c "from importlib.metadata import requires; print('\n'.join(r for r in requires('dsctl') if 'extra ==' not in r and not r.startswith('dsctl-api')))" \
+    > /wheels/runtime-requirements.txt \
+ && python -m pip --python /opt/venv/bin/python install --only-binary=:all: -r /wheels/runtime-requirements.txt \
+ && python -m compileall -q --invalidation-mode unchecked-hash /opt/venv/lib \
  && /opt/venv/bin/dsctl --version
 
 FROM ${PYTHON_IMAGE}
@@ -41,9 +59,19 @@ LABEL org.opencontainers.image.title="dsctl" \
       org.opencontainers.image.description="A Kubernetes DaemonSet controller in Python asyncio" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.licenses="Apache-2.0"
-# The base's own pip and setuptools are not needed at run time; removing them leaves
-# nothing in the image that installs code.
-RUN python -m pip uninstall --yes --quiet pip setuptools wheel
+# Nothing in the image may install code at run time: pip, setuptools and wheel go, whether
+# the base installed them with pip (the python images) or with dpkg (a Debian-bootstrapped
+# base), and so do ensurepip's bundled wheels.
+RUN set -eu; \
+    if dpkg-query --show --showformat='${Status}' python3-pip 2>/dev/null | grep -q 'ok installed'; then \
+      dpkg --purge python3-pip python3-venv python3.11-venv python3-setuptools python3-wheel \
+        python3-pip-whl python3-setuptools-whl >/dev/null; \
+    else \
+      python -m pip uninstall --yes --quiet pip setuptools wheel; \
+    fi; \
+    rm -rf /usr/share/python-wheels; \
+    python -c "import importlib.util as u, pathlib, shutil; s = u.find_spec('ensurepip'); \
+s and shutil.rmtree(pathlib.Path(s.origin).parent / '_bundled', ignore_errors=True)"
 # Owned by root and read-only to the runtime user: the process cannot change its own code.
 COPY --from=builder /opt/venv /opt/venv
 ENV PATH="/opt/venv/bin:${PATH}" \

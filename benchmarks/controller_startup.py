@@ -38,7 +38,7 @@ HERE = Path(__file__).resolve().parent.parent
 IMPORTS = (
     "import sys, time; t = time.perf_counter(); import dsctl.cli, dsctl.app.runner; dsctl.cli.build_parser(); "
     "print(time.perf_counter() - t, len(sys.modules), "
-    "sum(m.split('.')[0] in ('dsctl_sim', 'jsonpatch') or m.startswith('dsctl_sim') for m in sys.modules))"
+    "sum(m.split('.')[0] in ('dsctl_sim', 'jsonpatch') or m.split('.')[:2] == ['dsctl', 'sim'] for m in sys.modules))"
 )
 
 

@@ -6,6 +6,11 @@ It pre-serializes N nodes and M DaemonSet pods (benchmarks/informer_objects.py) 
 - ``?watch=true``: for pods watched with ``labelSelector=bench=watch``, ``--watch-events``
   MODIFIED events as fast as the socket takes them, then a quiet stream; otherwise a quiet
   stream. Quiet streams carry a bookmark every 10 s.
+- ``POST /admin/compact`` (a forced relist): 1 % of the pods are deleted and 10 % modified
+  (new resourceVersions), the list RV moves on, open watches end with an in-stream 410 and
+  watches from an older RV get one; the first pod continue request after it is refused with 410
+  Expired (the token outlived a compaction), as kube-apiserver refuses a compacted continue.
+  ``GET /admin/stats`` counts lists, unpaginated lists and expired continues.
 
 Serving pre-encoded bytes keeps the server's own cost out of the client measurements; the
 simulator (``dsctl sim``) is used by the integration tests instead. Prints ``READY <port>``.
@@ -28,6 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from informer_objects import daemon_pod, node
 
 LIST_RV = "5000000"
+_EXPIRED = orjson.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 410,
+                         "reason": "Expired", "message": "The provided continue parameter is too old"})
 
 
 class Fixture:
@@ -39,6 +46,11 @@ class Fixture:
             "pods": [orjson.dumps(daemon_pod(i, nodes=max(nodes, 1))) for i in range(pods)],
         }
         self.kinds = {"nodes": "NodeList", "pods": "PodList"}
+        self.list_rv = LIST_RV
+        self.compacted = asyncio.Event()
+        self.expire_next_continue = False
+        self.stats = {"expired_continues": 0, "unpaginated_lists": 0, "lists": 0}
+        self.nodes = max(nodes, 1)
         self.watch_events = watch_events
         self.event_lines: list[bytes] = []
         for i in range(min(watch_events, 2000)):
@@ -47,10 +59,25 @@ class Fixture:
             pod["status"]["conditions"][2]["status"] = "False" if i % 2 else "True"
             self.event_lines.append(orjson.dumps({"type": "MODIFIED", "object": pod}) + b"\n")
 
+    def compact(self) -> None:
+        """Change the pods (1 % deleted, 10 % modified), move the RV on, expire tokens."""
+        pods = self.items["pods"]
+        rv = int(self.list_rv) + len(pods)
+        for i in range(0, len(pods), 10):
+            pod = daemon_pod(i, nodes=self.nodes)
+            pod["metadata"]["resourceVersion"] = str(rv + i)
+            pod["metadata"]["labels"]["touched"] = "yes"
+            pods[i] = orjson.dumps(pod)
+        del pods[1::100]
+        self.list_rv = str(rv + len(pods))
+        self.expire_next_continue = True
+        self.compacted.set()  # ends the watches open now; later ones wait on a fresh event
+        self.compacted = asyncio.Event()
+
     def page(self, resource: str, limit: int, start: int) -> bytes:
         items = self.items[resource]
         end = len(items) if limit <= 0 else min(len(items), start + limit)
-        meta: dict[str, str] = {"resourceVersion": LIST_RV}
+        meta: dict[str, str] = {"resourceVersion": self.list_rv}
         if end < len(items):
             meta["continue"] = str(end)
         head = orjson.dumps({"kind": self.kinds[resource], "apiVersion": "v1", "metadata": meta})
@@ -66,6 +93,12 @@ async def handle(request: web.Request) -> web.StreamResponse:
         return await watch(request, fixture, resource)
     limit = int(request.query.get("limit") or 0)
     start = int(request.query.get("continue") or 0)
+    fixture.stats["lists"] += 1
+    fixture.stats["unpaginated_lists"] += limit <= 0
+    if resource == "pods" and start and fixture.expire_next_continue:
+        fixture.expire_next_continue = False
+        fixture.stats["expired_continues"] += 1
+        return web.Response(body=_EXPIRED, status=410, content_type="application/json")
     return web.Response(body=fixture.page(resource, limit, start),
                         content_type="application/json")
 
@@ -75,6 +108,11 @@ async def watch(request: web.Request, fixture: Fixture, resource: str) -> web.St
     response.content_type = "application/json"
     response.enable_chunked_encoding()
     await response.prepare(request)
+    gone = orjson.dumps({"type": "ERROR", "object": orjson.loads(_EXPIRED)}) + b"\n"
+    asked = request.query.get("resourceVersion") or ""
+    if asked and int(asked) < int(fixture.list_rv):
+        await response.write(gone)
+        return response
     # Only the throughput case asks for events (by this selector); sync cases get a quiet watch.
     if resource == "pods" and fixture.watch_events and request.query.get("labelSelector") == (
         "bench=watch"
@@ -90,13 +128,30 @@ async def watch(request: web.Request, fixture: Fixture, resource: str) -> web.St
             await response.write(b"".join(batch))
     bookmark = orjson.dumps({"type": "BOOKMARK", "object": {
         "kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": LIST_RV}}}) + b"\n"
+    compacted = fixture.compacted
     try:
         while True:
-            await asyncio.sleep(10)
-            await response.write(bookmark)
+            try:
+                await asyncio.wait_for(compacted.wait(), 10)
+            except TimeoutError:
+                await response.write(bookmark)
+                continue
+            await response.write(gone)
+            return response
     except (ConnectionResetError, asyncio.CancelledError):
         pass
     return response
+
+
+async def handle_compact(request: web.Request) -> web.Response:
+    fixture: Fixture = request.app["fixture"]
+    fixture.compact()
+    return web.Response(text=fixture.list_rv)
+
+
+async def handle_stats(request: web.Request) -> web.Response:
+    fixture: Fixture = request.app["fixture"]
+    return web.Response(body=orjson.dumps(fixture.stats), content_type="application/json")
 
 
 def main() -> None:
@@ -109,6 +164,8 @@ def main() -> None:
     app = web.Application()
     app["fixture"] = Fixture(nodes=args.nodes, pods=args.pods, watch_events=args.watch_events)
     app.router.add_get("/api/v1/{resource}", handle)
+    app.router.add_post("/admin/compact", handle_compact)
+    app.router.add_get("/admin/stats", handle_stats)
 
     async def serve() -> None:
         runner = web.AppRunner(app, handle_signals=True)

@@ -5,7 +5,10 @@ Runs against benchmarks/informer_fixture_server.py in a separate process (5,000 
 
 - ``sync-full``: node + pod informers caching full dicts (pods indexed by node and owner);
 - ``sync-projected``: the same with ``project_node``/``project_pod``;
-- ``watch``: a synced projected pod informer consuming ``--watch-events`` MODIFIED events;
+- ``watch``: a synced pod informer, built as the controller builds it (projection, three
+  indexes), consuming ``--watch-events`` MODIFIED events (``--profile FILE``: cProfile of
+  that phase);
+- ``watch-raw``: the same stream through ``KubeClient.watch`` alone, no informer (the floor);
 - ``nodes-dicts`` / ``nodes-models``: one 5,000-node NodeList as orjson dicts through
   KubeClient vs ``CoreV1Api.list_node()`` models (time, median of 3; RSS growth).
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import gc
 import json
 import logging
@@ -100,8 +104,18 @@ async def sync_case(url: str, *, projected: bool, qps: float) -> dict[str, Any]:
     return result
 
 
-async def watch_case(url: str, *, events: int, qps: float) -> dict[str, Any]:
-    from dsctl.informer import BY_NODE_NAME, Informer, by_node_name, project_pod
+async def watch_case(
+    url: str, *, events: int, qps: float, profile: str | None, controller_gc: bool
+) -> dict[str, Any]:
+    from dsctl.controller.controller import orphans_by_namespace
+    from dsctl.informer import (
+        BY_NODE_NAME,
+        BY_OWNER_UID,
+        Informer,
+        by_node_name,
+        by_owner_uid,
+        make_pod_projection,
+    )
     from dsctl.kube import PODS
 
     client = await _client(url, qps)
@@ -117,18 +131,53 @@ async def watch_case(url: str, *, events: int, qps: float) -> dict[str, Any]:
         if seen >= events:
             done.set()
 
-    pods = Informer(client, PODS, indexers={BY_NODE_NAME: by_node_name}, transform=project_pod,
-                    label_selector="bench=watch")
+    # As the controller builds it: projection, indexes by node, owner UID and orphan namespace.
+    pods = Informer(client, PODS, transform=make_pod_projection(), label_selector="bench=watch",
+                    indexers={BY_NODE_NAME: by_node_name, BY_OWNER_UID: by_owner_uid,
+                              "orphansByNamespace": orphans_by_namespace})
     pods.add_handler(on_update=on_update)
+    profiler = cProfile.Profile() if profile else None
     pods.run()
     await pods.wait_for_sync()
+    if controller_gc:
+        from dsctl.app.collector import freeze_caches, tune_collector
+
+        tune_collector()
+        freeze_caches()
     cpu_started = time.process_time()
+    if profiler is not None:
+        profiler.enable()
     await asyncio.wait_for(done.wait(), timeout=600)
     elapsed = time.perf_counter() - first[0]
     cpu = time.process_time() - cpu_started
+    if profiler is not None and profile:
+        profiler.disable()
+        profiler.dump_stats(profile)
     await pods.stop()
     await client.close()
-    return {"case": "watch", "events": seen, "seconds": round(elapsed, 2),
+    return {"case": "watch", "controller_gc": controller_gc, "events": seen, "seconds": round(elapsed, 2),
+            "events_per_second": round(seen / elapsed), "cpu_seconds": round(cpu, 2),
+            "events_per_cpu_second": round(seen / cpu)}
+
+
+async def watch_raw_case(url: str, *, events: int, qps: float) -> dict[str, Any]:
+    """The client alone: the same watch stream iterated through ``KubeClient.watch`` (HTTP,
+    line splitting, orjson decode), no informer; the floor under the ``watch`` case."""
+    from dsctl.kube import PODS
+
+    client = await _client(url, qps)
+    seen = 0
+    cpu_started = time.process_time()
+    started = time.perf_counter()
+    async for _event in client.watch(PODS, label_selector="bench=watch", resource_version="5000000",
+                                     timeout_seconds=600):
+        seen += 1
+        if seen >= events:
+            break
+    elapsed = time.perf_counter() - started
+    cpu = time.process_time() - cpu_started
+    await client.close()
+    return {"case": "watch-raw", "events": seen, "seconds": round(elapsed, 2),
             "events_per_second": round(seen / elapsed), "cpu_seconds": round(cpu, 2),
             "events_per_cpu_second": round(seen / cpu)}
 
@@ -177,7 +226,10 @@ def child(args: argparse.Namespace) -> None:
         result = asyncio.run(sync_case(args.url, projected=args.child == "sync-projected",
                                        qps=args.qps))
     elif args.child == "watch":
-        result = asyncio.run(watch_case(args.url, events=args.watch_events, qps=args.qps))
+        result = asyncio.run(watch_case(args.url, events=args.watch_events, qps=args.qps,
+                                        profile=args.profile, controller_gc=args.controller_gc))
+    elif args.child == "watch-raw":
+        result = asyncio.run(watch_raw_case(args.url, events=args.watch_events, qps=args.qps))
     else:
         result = asyncio.run(nodes_case(args.url, models=args.child == "nodes-models"))
     print(json.dumps(result), flush=True)
@@ -191,6 +243,9 @@ def main() -> None:
     parser.add_argument("--qps", type=float, default=50.0)
     parser.add_argument("--cases", default="sync-projected,sync-full,watch,nodes-dicts,"
                         "nodes-models")
+    parser.add_argument("--profile", help="write a cProfile of the watch case's event phase here")
+    parser.add_argument("--controller-gc", action="store_true",
+                        help="watch case: the controller's GC settings (thresholds, freeze after sync)")
     parser.add_argument("--child")
     parser.add_argument("--url")
     args = parser.parse_args()
@@ -201,9 +256,11 @@ def main() -> None:
     with fixture_server(nodes=args.nodes, pods=args.pods,
                         watch_events=args.watch_events) as url:
         for case in args.cases.split(","):
+            extra = ["--profile", args.profile] if args.profile and case == "watch" else []
+            extra += ["--controller-gc"] if args.controller_gc else []
             result = run_child("informer_sync.py", "--child", case, "--url", url,
                                "--qps", str(args.qps), "--watch-events",
-                               str(args.watch_events))
+                               str(args.watch_events), *extra)
             print(json.dumps(result), flush=True)
             results.append(result)
     print(json.dumps({"nodes": args.nodes, "pods": args.pods, "results": results}, indent=1))

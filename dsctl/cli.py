@@ -20,17 +20,38 @@ import importlib.util
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from dsctl import __version__
 
 __all__ = ["build_parser", "main"]
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's default in ``--help``, quoted, so an empty default shows as ``''``."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if "%(default)" in text or action.default is argparse.SUPPRESS or not action.option_strings:
+            return text
+        if not isinstance(action.default, (str, int, float)):  # None, lists, paths say it in the text
+            return text
+        return text + " (default: %(default)r)"
+
+
+class _Parser(argparse.ArgumentParser):
+    """A bad flag is one line on stderr, naming the flag, the value and where help is; exit 2.
+    Subcommand parsers are built from the same class (argparse's default)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser, subcommands included."""
     from dsctl.app import config
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="dsctl",
         description="A Kubernetes DaemonSet controller, with an embedded simulated cluster.",
     )
@@ -41,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         help="run the controller against a cluster",
         description="Reconcile DaemonSets: one daemon pod on every eligible node.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_HelpFormatter,
     )
     config.add_arguments(run)
 
@@ -50,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the controller on a simulated cluster (the main job)",
         description="Start a simulated cluster, the controller and an example DaemonSet, "
         "and show progress until Ctrl-C. 'dsctl sim serve' runs only the simulated cluster.",
+        formatter_class=_HelpFormatter,
     )
     from dsctl.app import demo
 
@@ -97,11 +119,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     handler = getattr(args, "handler", None)
     if args.command == "run":
-        from dsctl.app import config, runner
+        from dsctl.app import config, http, runner
 
         try:
             settings = config.settings_from_args(args, argv)
-        except config.ConfigError as exc:
+            # Before any network call: a bad or busy address is reported first and alone.
+            http.check_bindable({"--metrics-bind-address": settings.metrics_bind_address,
+                                 "--health-probe-bind-address": settings.health_probe_bind_address})
+        except (config.ConfigError, http.BindError) as exc:
             print(f"dsctl run: {exc}", file=sys.stderr)
             return 2
         return runner.main(settings)

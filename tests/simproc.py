@@ -93,6 +93,7 @@ class SimProcess:
         self.log_path = self.workdir / "sim.log"
         self._proc: asyncio.subprocess.Process | None = None
         self._session: aiohttp.ClientSession | None = None
+        self._token = ""
 
     @property
     def pid(self) -> int:
@@ -205,8 +206,16 @@ class SimProcess:
             except ValueError:
                 return resp.status, text
 
+    def bearer(self) -> dict[str, str]:
+        """The Authorization header of the kubeconfig's token; with ``--token``, the admin API needs it."""
+        import yaml
+
+        if not self._token:
+            self._token = str(yaml.safe_load(Path(self.kubeconfig).read_text())["users"][0]["user"]["token"])
+        return {"Authorization": f"Bearer {self._token}"}
+
     async def _admin(self, method: str, path: str, *, json: Any = None) -> Any:
-        status, body = await self.request(method, path, json=json)
+        status, body = await self.request(method, path, json=json, headers=self.bearer())
         if status >= 300:
             raise RuntimeError(f"{method} {path} failed with {status}: {body}")
         return body

@@ -8,7 +8,8 @@ Requests to ``/sim/`` are not themselves recorded in the request log.
 | ``GET /sim/faults`` | current fault config (see ``dsctl_sim.faults``) |
 | ``PUT /sim/faults`` | replace it (omitted knobs reset to defaults) |
 | ``PATCH /sim/faults`` | change only the knobs given |
-| ``POST /sim/compact[?expire_watches=true]`` | drop all watch history; optionally end open watches with 410 |
+| ``POST /sim/compact[?expire_watches=true]`` | drop all watch history and list snapshots (open |
+|   | continue tokens expire); optionally end open watches with 410 |
 | ``POST /sim/drop-watches`` | close every open watch stream (clients re-watch) |
 | ``GET /sim/requests?since=N&limit=M`` | request log records after cursor N |
 | ``DELETE /sim/requests`` | clear the request log |
@@ -90,6 +91,7 @@ async def handle_admin(request: web.BaseRequest, state: ApiState, parts: list[st
         raise MethodNotAllowed(f"{method} /sim/faults")
     if what == "compact" and method == "POST":
         rv = state.storage.compact()
+        state.paginator.compact()
         expired = 0
         if request.query.get("expire_watches", "").lower() in ("true", "1"):
             for w in state.storage.watchers():

@@ -15,6 +15,8 @@ import gc
 import logging
 import signal
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import structlog
 
@@ -34,15 +36,32 @@ def _error_rule(text: str) -> object:
 
 
 def _non_negative(text: str) -> float:
-    value = float(text)
-    if value < 0:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value >= 0:  # also refuses nan
         raise argparse.ArgumentTypeError(f"must not be negative: {text}")
     return value
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+def _int_range(low: int, high: int | None = None) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < low or (high is not None and value > high):
+            bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
+            raise argparse.ArgumentTypeError(f"must be {bounds}: {text}")
+        return value
+
+    return parse
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> argparse.ArgumentParser:
     """Add the ``serve`` subcommand; its ``handler`` default runs it and returns the exit code."""
-    p = subparsers.add_parser(
+    p: argparse.ArgumentParser = subparsers.add_parser(
         "serve",
         help="run only the simulated cluster (API server + control plane)",
         description="Serve a simulated Kubernetes API until SIGINT/SIGTERM. Prints "
@@ -50,16 +69,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("--host", default="127.0.0.1", help="listen address")
-    p.add_argument("--port", type=int, default=0, help="listen port (0 = any free port)")
-    p.add_argument("--nodes", type=int, default=3, help="create Ready nodes node-0..node-{N-1}")
+    p.add_argument("--port", type=_int_range(0, 65535), default=0, help="listen port (0 = any free port)")
+    p.add_argument("--nodes", type=_int_range(0), default=3, help="create Ready nodes node-0..node-{N-1}")
     p.add_argument("--kubeconfig", default=None, help="write a kubeconfig here (context dsctl-sim)")
     p.add_argument("--pod-startup-seconds", type=_non_negative, default=1.0,
                    help="default delay until a bound pod is Running and Ready")
     p.add_argument("--seed", type=int, default=None, help="seed for names, UIDs and fault dice")
     p.add_argument("--fault-error-rate", action="append", type=_error_rule, default=[],
-                   metavar="VERB:RESOURCE:CODE:RATE",
+                   metavar="VERB:RESOURCE:CODE:RATE[:RETRY_AFTER]",
                    help="fail RATE (0..1) of VERB requests on RESOURCE with CODE (500, 429, 409...); "
-                   "VERB/RESOURCE may be '*'; repeatable")
+                   "VERB/RESOURCE may be '*'; RETRY_AFTER (seconds) for this rule's 429s; repeatable")
     p.add_argument("--latency-ms", type=_non_negative, default=0.0, help="added latency per request")
     p.add_argument("--watch-event-latency-ms", type=_non_negative, default=0.0,
                    help="added latency before each batch of watch events")
@@ -67,14 +86,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help="close every watch stream after this long (0 = never)")
     p.add_argument("--gone-as-http", action="store_true",
                    help="answer too-old watch resourceVersions with HTTP 410 instead of an ERROR event")
-    p.add_argument("--history-size", type=int, default=50_000, help="watch events kept per resource type")
+    p.add_argument("--history-size", type=_int_range(1), default=50_000, help="watch events kept per resource type")
     p.add_argument("--bookmark-seconds", type=_non_negative, default=15.0, help="interval between watch bookmarks")
     p.add_argument("--token", default=None,
                    help="accept only this bearer token on the API (others get 401); default: any. "
                    "kubectl sends no token over plain http, so use it for token-auth tests of other clients")
     p.add_argument("--no-control-plane", action="store_true",
                    help="serve the API only: no scheduler, kubelet, node lifecycle or GC")
-    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
+                   help="log level of the simulator's own log (stderr)")
     p.set_defaults(handler=serve_main)
     return p
 
@@ -162,6 +182,8 @@ def serve_main(args: argparse.Namespace) -> int:
     try:
         asyncio.run(_serve(options))
     except OSError as err:
-        print(f"dsctl sim serve: {err}", file=sys.stderr)
-        return 1
+        reason = " ".join((err.strerror or str(err)).split())
+        print(f"dsctl sim serve: cannot listen on {args.host}:{args.port}: {reason}; "
+              "choose another --host/--port (--port 0 picks a free port)", file=sys.stderr)
+        return 2
     return 0

@@ -33,7 +33,7 @@ from dsctl_sim.errors import (
 )
 from dsctl_sim.eviction import evict
 from dsctl_sim.fieldvalidation import PatchSource, check_declared_fields, field_validation
-from dsctl_sim.listing import list_body, list_chunks
+from dsctl_sim.listing import continue_expired, list_body, list_chunks
 from dsctl_sim.protobuf import ProtobufError, decode_delete_options, decode_object
 from dsctl_sim.routing import RequestInfo
 from dsctl_sim.state import ApiState
@@ -166,6 +166,10 @@ async def _list(request: web.BaseRequest, state: ApiState, info: RequestInfo) ->
         return storage.list_docs(key, namespace=info.namespace, label_selector=labels, field_selector=fields)
 
     if token:
+        if state.faults.take_compact_before_continue():
+            storage.compact()
+            state.paginator.compact()
+            raise continue_expired()
         page = state.paginator.next(token, limit=limit, scope=scope, floor=storage.table(key).floor,
                                     relist=relist)
     else:

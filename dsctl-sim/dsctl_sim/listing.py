@@ -9,6 +9,8 @@ Snapshots are bounded in number and age. A token whose snapshot is gone falls ba
 order: the rest of the current list after the token's last key, so every object that
 existed throughout is still returned exactly once. A token older than the type's watch
 history is refused with 410 Expired, as kube-apiserver refuses a compacted continue.
+Compaction (:meth:`Paginator.compact`) drops every snapshot, as etcd's compaction makes every
+older continue token unusable: the next page of a list that straddles it is that 410.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import orjson
 from dsctl_sim.errors import BadRequest, Gone
 from dsctl_sim.watch import Doc
 
-__all__ = ["Page", "Paginator", "list_body", "list_chunks"]
+__all__ = ["Page", "Paginator", "continue_expired", "list_body", "list_chunks"]
 
 
 @dataclass(slots=True)
@@ -72,6 +74,10 @@ class Paginator:
                 break
             self._snapshots.popitem(last=False)
 
+    def compact(self) -> None:
+        """The history was compacted: no open list can be continued from its snapshot."""
+        self._snapshots.clear()
+
     def first(self, docs: list[Doc], rv: int, *, limit: int, scope: str) -> Page:
         """Page one of a fresh list; ``scope`` identifies the type and filters."""
         if limit <= 0 or len(docs) <= limit:
@@ -108,8 +114,7 @@ class Paginator:
         if snap is not None and snap.scope == scope:
             return self._slice(data["id"], snap.docs, snap.rv, data["off"], limit if limit > 0 else 1 << 62)
         if data["rv"] < floor:
-            raise Gone("The provided continue parameter is too old to display a consistent list result. "
-                       "You can start a new list without the continue parameter.")
+            raise continue_expired()
         docs, rv = relist()
         last = (data["ns"], data["name"])
         rest = [d for d in docs if _key_of(d) > last]
@@ -118,6 +123,12 @@ class Paginator:
         snap_id = next(self._ids)
         self._snapshots[snap_id] = _Snapshot(rest, rv, scope, self._now())
         return self._slice(snap_id, rest, rv, 0, limit)
+
+
+def continue_expired() -> Gone:
+    """kube-apiserver's 410 for a continue token whose resourceVersion was compacted."""
+    return Gone("The provided continue parameter is too old to display a consistent list result. "
+                "You can start a new list without the continue parameter.")
 
 
 def _encode(data: dict[str, Any]) -> str:

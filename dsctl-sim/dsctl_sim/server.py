@@ -47,9 +47,10 @@ log = structlog.get_logger(__name__)
 
 _INFO: web.RequestKey[RequestInfo] = web.RequestKey("sim_request_info", RequestInfo)
 _MAX_BODY = 64 * 1024 * 1024
-# Paths behind --token. Health, /version, /metrics and the /sim admin API stay open, as
-# kube-apiserver serves health and version to anyone.
-_AUTHENTICATED = frozenset({"api", "apis", "openapi"})
+# Paths behind --token. Health, /version and /metrics stay open, as kube-apiserver serves
+# health and version to anyone. The /sim admin API can break the cluster (faults, compaction),
+# so it needs the token too.
+_AUTHENTICATED = frozenset({"api", "apis", "openapi", "sim"})
 
 
 def _error_response(err: StorageError) -> web.Response:
@@ -150,7 +151,7 @@ async def _resource(request: web.BaseRequest, state: ApiState, parts: list[str])
                                watch=request.query.get("watch"))
     request[_INFO] = info
     faults = state.faults
-    delay = faults.latency_seconds(info.verb)
+    delay = faults.latency_seconds(info.verb, info.resource, info.rt.group)
     if delay > 0:
         await asyncio.sleep(delay)
     injected = faults.error_for(info.verb, info.resource, info.rt.group)

@@ -5,7 +5,8 @@ Starting points, as kube-apiserver defines them:
 - ``resourceVersion`` unset or ``"0"``: synthetic ADDED for every current object, then changes.
 - ``resourceVersion=N``: every change after N, replayed from history; too old → 410 Expired,
   sent as an ERROR event in a 200 stream (or as an HTTP 410 when the ``gone_as_http``
-  fault is on).
+  fault is on). The ``too_large_rv_watches`` fault answers an in-stream 504 "Too large
+  resource version" instead, as a lagging apiserver does.
 - ``sendInitialEvents=true`` (with ``resourceVersionMatch=NotOlderThan`` and bookmarks): the
   current state as ADDED, then a BOOKMARK annotated ``k8s.io/initial-events-end: "true"``,
   which is how ``kubectl rollout status`` (the WatchList client) knows it is in sync.
@@ -79,6 +80,21 @@ class WatchOptions:
         return cls(since, initial, sie == "true", bookmarks, timeout, table)
 
 
+class _TooLargeResourceVersion(StorageError):
+    code = 504
+    reason = "Timeout"
+
+
+def _too_large_rv(asked: int, current: int) -> _TooLargeResourceVersion:
+    """What kube-apiserver's watch cache answers a resourceVersion it has not reached yet
+    (``storage.NewTooLargeResourceVersionError``: a Timeout with a typed cause)."""
+    return _TooLargeResourceVersion(
+        f"Timeout: Too large resource version: {asked}, current: {current}",
+        details={"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                 "retryAfterSeconds": 1},
+    )
+
+
 def _bookmark(info: RequestInfo, rv: int, *, initial_end: bool = False) -> bytes:
     meta: dict[str, Any] = {"resourceVersion": str(rv)}
     if initial_end:
@@ -139,10 +155,12 @@ async def serve_watch(
             watcher = storage.watch(key, namespace=info.namespace, since_rv=None,
                                     label_selector=labels, field_selector=fields)
         else:
+            if opts.since_rv is not None and state.faults.take_too_large_rv():
+                raise _too_large_rv(opts.since_rv, storage.resource_version)
             watcher = storage.watch(key, namespace=info.namespace, since_rv=opts.since_rv,
                                     label_selector=labels, field_selector=fields)
-    except Gone as err:
-        if state.faults.config.gone_as_http:
+    except (Gone, _TooLargeResourceVersion) as err:
+        if isinstance(err, Gone) and state.faults.config.gone_as_http:
             raise
         await _start(resp, request)
         await resp.write(_error_line(err))

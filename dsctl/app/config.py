@@ -82,6 +82,13 @@ class Settings:
             raise ConfigError("--stuck-sync-seconds must be > 0")
         if self.shutdown_timeout <= 0:
             raise ConfigError("--shutdown-timeout must be > 0")
+        from dsctl.app.http import parse_bind_address
+
+        for name in ("metrics_bind_address", "health_probe_bind_address"):
+            try:
+                parse_bind_address(getattr(self, name))
+            except ValueError as exc:
+                raise ConfigError(f"--{name.replace('_', '-')}: {exc}") from None
         return self
 
 
@@ -127,8 +134,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             parser.add_argument(flag, dest=f.name, default=default, help=help_text,
                                 action=argparse.BooleanOptionalAction)
             continue
+        # With choices, argparse shows them as the metavar: {apps/v1,dsctl.io/v1}.
         parser.add_argument(flag, dest=f.name, type=_KINDS.get(str(f.type), str), default=default,
-                            help=help_text, choices=choices, metavar=f.name.upper())
+                            help=help_text, choices=choices, metavar=None if choices else f.name.upper())
     parser.set_defaults(**{_ENV_ERRORS: env_errors})
 
 

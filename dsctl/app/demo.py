@@ -54,22 +54,82 @@ def resource_for(api_version: str, kind: str) -> Resource:
     try:
         return _KNOWN[(api_version, kind)]
     except KeyError:
-        raise ValueError(f"dsctl sim cannot apply {api_version} {kind}; use kubectl for it") from None
+        raise ValueError(f"cannot apply {api_version} {kind} (only DaemonSets, ControllerRevisions, namespaces, "
+                         "nodes and pods); apply it with kubectl") from None
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {text}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must not be negative: {text}")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = _count(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
+    return value
+
+
+def check_example(path: Path) -> list[str]:
+    """``kind/name`` of each document of the example manifest; raises ``ValueError`` with one
+    line naming the file and the problem unless it holds at least one DaemonSet and only
+    kinds ``dsctl sim`` can apply. Run before the cluster starts."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ValueError(f"--example {path}: cannot read it: {exc.strerror or exc}") from None
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ValueError(f"--example {path}: not valid YAML{where}") from None
+    names: list[str] = []
+    for index, doc in enumerate(docs):
+        if not isinstance(doc, dict) or not isinstance(doc.get("metadata"), dict) or not doc["metadata"].get("name"):
+            raise ValueError(f"--example {path}: document {index + 1} is not a Kubernetes object "
+                             "(apiVersion, kind, metadata.name)")
+        try:
+            resource_for(str(doc.get("apiVersion")), str(doc.get("kind")))
+        except ValueError as exc:
+            raise ValueError(f"--example {path}: document {index + 1}: {exc}") from None
+        names.append(f"{doc['kind']}/{doc['metadata']['name']}")
+    if not any(n.startswith("DaemonSet/") for n in names):
+        raise ValueError(f"--example {path}: holds no DaemonSet (found: {', '.join(names) or 'nothing'}); "
+                         "give a DaemonSet manifest such as manifests/examples/nginx-ds.yaml")
+    return names
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``dsctl sim`` (the main job); ``dsctl sim serve`` has its own."""
-    parser.add_argument("--nodes", type=int, default=20, help="nodes in the simulated cluster (default 20)")
+    parser.add_argument("--nodes", type=_count, default=20, help="nodes in the simulated cluster")
     parser.add_argument("--example", type=Path, default=DEFAULT_EXAMPLE,
-                        help="manifest to apply once the controller runs (default: the nginx example)")
+                        help="manifest to apply once the controller runs (default: manifests/examples/nginx-ds.yaml)")
     parser.add_argument("--until-converged", action="store_true",
                         help="exit 0 once every DaemonSet is fully rolled out")
-    parser.add_argument("--timeout", type=float, default=0.0,
+    parser.add_argument("--timeout", type=_seconds, default=0.0,
                         help="with --until-converged: give up (exit 1) after this many seconds; 0 = never")
-    parser.add_argument("--pod-startup-seconds", type=float, default=1.0,
-                        help="simulated delay from pod creation to Ready (default 1.0)")
-    parser.add_argument("--workers", type=int, default=Settings.workers, help="controller workers")
-    parser.add_argument("--log-level", default="warning", help="controller log level (default warning)")
+    parser.add_argument("--pod-startup-seconds", type=_seconds, default=1.0,
+                        help="simulated delay from pod creation to Ready")
+    parser.add_argument("--workers", type=_positive, default=Settings.workers,
+                        help="controller workers")
+    parser.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"),
+                        help="controller log level")
 
 
 def rolled_out(ds: Mapping[str, Any]) -> bool:
@@ -184,8 +244,10 @@ async def run_demo(args: argparse.Namespace) -> int:
     """The body of ``dsctl sim``."""
     from dsctl.app import runner
 
-    if not await asyncio.to_thread(args.example.is_file):
-        print(f"dsctl sim: example manifest not found: {args.example}", file=sys.stderr)
+    try:
+        await asyncio.to_thread(check_example, args.example)
+    except ValueError as exc:
+        print(f"dsctl sim: {exc}", file=sys.stderr)
         return 2
     workdir = Path(tempfile.mkdtemp(prefix="dsctl-sim-"))
     stop = asyncio.Event()

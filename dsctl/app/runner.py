@@ -2,9 +2,12 @@
 
 Start order: API client (with a preflight request, so a bad token fails fast with one line),
 HTTP endpoints, informers (readiness turns green when their caches sync), event recorder,
-leader election, and only once leading, the workers. Shutdown (SIGTERM, SIGINT, or lost
-leadership) runs the stack backwards: stop intake and drain in-flight syncs within
-``shutdown_timeout``, release the lease, stop informers, close the HTTP server and the client.
+leader election on its own client, and only once leading, the workers. With leader election
+every write of the workers' client passes a :class:`~dsctl.kube.fence.WriteFence` that the
+elector keeps open only while the Lease is trusted. Shutdown (SIGTERM, SIGINT) runs the stack
+backwards: stop intake and drain in-flight syncs within ``shutdown_timeout``, release the
+lease, stop informers, close the HTTP server and the clients. A lost Lease (``on_lost``)
+cancels in-flight syncs at once instead of draining them, and the process exits 1.
 Every component is pushed on one ``AsyncExitStack``, so a failure half-way through start-up
 still tears down exactly what was started.
 """
@@ -21,18 +24,20 @@ import uuid
 from collections.abc import Awaitable, Callable
 
 import structlog
-from prometheus_client import CollectorRegistry, Info, disable_created_metrics
+from prometheus_client import Info, disable_created_metrics
 
 from dsctl import __version__
 from dsctl.app.collector import freeze_caches, tune_collector
 from dsctl.app.config import RESOURCE_CRD, Settings
 from dsctl.app.health import HealthChecks
-from dsctl.app.http import HttpEndpoints
-from dsctl.app.leader import LeaderElector
+from dsctl.app.http import HttpEndpoints, build_registry
+from dsctl.app.leader import LeaderElector, lease_client
 from dsctl.app.logging import configure_logging
+from dsctl.app.preflight import preflight
 from dsctl.controller.controller import DaemonSetController
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
+from dsctl.kube.fence import WriteFence
 from dsctl.kube.resources import DAEMONSETS, Resource, crd_daemonsets
 
 __all__ = ["main", "run"]
@@ -64,7 +69,7 @@ async def run(
     tune_collector()
     disable_created_metrics()  # type: ignore[no-untyped-call]
     me = identity()
-    registry = CollectorRegistry()
+    registry = build_registry()
     Info("dsctl_build", "Build information.", registry=registry).info(
         {"version": __version__, "python": sys.version.split()[0]}
     )
@@ -72,17 +77,23 @@ async def run(
     exit_code = 0
     lost = asyncio.Event()
     async with contextlib.AsyncExitStack() as stack:
+        agent = f"dsctl/{__version__} ({me})"
         client = await KubeClient.from_config(
             kubeconfig=settings.kubeconfig or None,
             context=settings.context or None,
             qps=settings.kube_api_qps,
             burst=settings.kube_api_burst,
-            user_agent=f"dsctl/{__version__} ({me})",
+            user_agent=agent,
             registry=registry,
         )
         stack.push_async_callback(client.close)
+        # With leader election, every write of the workers' client passes the fence, closed
+        # until this process leads and again as soon as it cannot be sure it still does.
+        fence = WriteFence(registry=registry) if settings.leader_elect else None
+        if fence is not None:
+            client.write_fence = fence.check
         resource = daemonset_resource(settings)
-        await client.list(resource, namespace=settings.namespace or None, limit=1)
+        await preflight(client, resource, namespace=settings.namespace or None)
 
         http = HttpEndpoints(registry=registry, health=health,
                              metrics_address=settings.metrics_bind_address,
@@ -107,11 +118,23 @@ async def run(
                  frozen_objects=frozen)
 
         if settings.leader_elect:
+            # Its own client: own session and token bucket, no in-place retries, reads bounded
+            # by the renew deadline, so renewals never queue behind the workers' writes.
+            elector_client = await lease_client(
+                kubeconfig=settings.kubeconfig or None,
+                context=settings.context or None,
+                user_agent=agent,
+                renew_deadline=settings.leader_elect_renew_deadline,
+                retry_period=settings.leader_elect_retry_period,
+                registry=registry,
+            )
+            stack.push_async_callback(elector_client.close)
             elector = LeaderElector(
-                client=client, namespace=settings.leader_elect_namespace, name=settings.leader_elect_id,
+                client=elector_client, namespace=settings.leader_elect_namespace, name=settings.leader_elect_id,
                 identity=me, lease_duration=settings.leader_elect_lease_duration,
                 renew_deadline=settings.leader_elect_renew_deadline,
                 retry_period=settings.leader_elect_retry_period, registry=registry, on_lost=lost.set,
+                fence=fence,
             )
             election = asyncio.create_task(elector.run(), name="leader-election")
 
@@ -120,8 +143,12 @@ async def run(
                 await asyncio.gather(election, return_exceptions=True)
 
             stack.push_async_callback(stop_election)
-            if not await _wait_either(elector.wait_leading(), stop):
+            health.add_liveness("leader-election", elector.unhealthy)
+            if not await _wait_either(_leading_or_lost(elector, lost), stop):
                 return 0
+            if lost.is_set():
+                log.error("leader_election_ended_before_leading")
+                return 1
 
         controller.start_workers()
 
@@ -142,6 +169,11 @@ async def run(
         log.info("shutting_down", deadline_s=settings.shutdown_timeout)
     log.info("stopped", exit_code=exit_code)
     return exit_code
+
+
+async def _leading_or_lost(elector: LeaderElector, lost: asyncio.Event) -> None:
+    """Return once ``elector`` leads, or once its task ended without ever leading."""
+    await _wait_either(elector.wait_leading(), lost)
 
 
 async def _wait_either(work: Awaitable[object], stop: asyncio.Event) -> bool:

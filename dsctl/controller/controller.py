@@ -26,7 +26,7 @@ from prometheus_client import CollectorRegistry
 
 from dsctl.daemonset import history as hist
 from dsctl.daemonset.backoff import FailedPodBackoff
-from dsctl.daemonset.conditions import INVALID, set_condition, without_condition
+from dsctl.daemonset.conditions import INVALID, REPLICA_FAILURE, set_condition, without_condition
 from dsctl.daemonset.controls import InvalidControl, RolloutControls, rollout_controls
 from dsctl.daemonset.eligibility import Eligibility, Fit
 from dsctl.daemonset.expectations import Expectations
@@ -52,11 +52,21 @@ from dsctl_api.pods import controller_ref
 from .executor import PlanExecutor
 from .handlers import Handlers
 from .inplace import patch_in_place
-from .metrics import StatusMetrics
+from .metrics import StatusMetrics, WriteErrorMetrics
 from .outcome import Done, Outcome, Retry, Terminal
 from .recorder import EventRecorder
 from .settings import ControllerSettings
 from .workers import WorkerPool
+from .writes import (
+    CREATE_REVISION,
+    DELETE_REVISION,
+    PATCH_POD,
+    PATCH_REVISION,
+    UPDATE_REVISION,
+    UPDATE_STATUS,
+    Failure,
+    WriteSignals,
+)
 
 __all__ = ["DaemonSetController"]
 
@@ -98,10 +108,13 @@ class DaemonSetController:
         self.expectations = Expectations(clock=time.monotonic)
         self.pending_patches = PendingPatches(clock=time.monotonic)
         self.backoff = FailedPodBackoff(maximum=settings.failed_pod_backoff_max)
-        self.recorder = EventRecorder(client, instance=identity or "dsctl", registry=registry)
+        write_errors = WriteErrorMetrics(registry)
+        self.recorder = EventRecorder(client, instance=identity or "dsctl", registry=registry,
+                                      write_errors=write_errors)
+        self.signals = WriteSignals(recorder=self.recorder, metrics=write_errors)
         self.executor = PlanExecutor(client=client, expectations=self.expectations, recorder=self.recorder,
                                      burst=settings.burst_replicas, direct_binding=settings.direct_binding,
-                                     still_current=self._still_current)
+                                     still_current=self._still_current, signals=self.signals)
         # A slow resync re-delivers every DaemonSet: the safety net of a level-triggered
         # controller for anything a missed event or a bug would otherwise leave unreconciled.
         self.daemonsets = Informer(client, resource, namespace=namespace, registry=registry,
@@ -211,6 +224,7 @@ class DaemonSetController:
         if cached is None:
             self.expectations.delete(key)
             self.pending_patches.delete(key)
+            self.signals.take(key)
             self.status_metrics.forget(key)
             self._written.pop(key, None)
             return Done()
@@ -239,6 +253,7 @@ class DaemonSetController:
             pods = await self._claim(self.pods, PODS, ds, selector)
             history = await self._sync_history(ds, selector, pods)
         except errors.ApiError as exc:
+            await self._write_failure_condition(ds)
             return Retry(f"claim/history: {exc}")
         if not isinstance(history, hist.HistoryPlan):
             return history
@@ -255,7 +270,8 @@ class DaemonSetController:
             requeue_now = False
         if not satisfied:
             try:
-                await self._write_status(ds, nodes, by_node, history.hash, fits=fits, now=now, observed=False)
+                await self._write_status(ds, nodes, by_node, history.hash, fits=fits, now=now, observed=False,
+                                         writes_ok=False)
             except errors.ApiError as exc:
                 return Retry(f"status: {exc}")
             bound.debug("sync_expectations_pending", relabelled=len(history.pod_patches))
@@ -285,10 +301,10 @@ class DaemonSetController:
                                                      pending=self.pending_patches)
             result.errors.extend(failures)
         if not result.errors:
-            await self._cleanup_history(ds, history, pods)
+            result.errors.extend(await self._cleanup_history(ds, history, pods))
         try:
             status_requeue = await self._write_status(ds, nodes, by_node, history.hash, fits=fits, now=now,
-                                                      observed=True)
+                                                      observed=True, writes_ok=not result.errors)
         except errors.ApiError as exc:
             result.errors.append(f"status: {exc}")
             status_requeue = None
@@ -341,11 +357,15 @@ class DaemonSetController:
         del self._written[key]
         return cached
 
-    async def _update_status(self, ds: Obj, status: Mapping[str, Any]) -> None:
-        """PUT the status subresource and remember the result (see ``_freshest``)."""
+    async def _update_status(self, ds: Obj, status: Mapping[str, Any], *,
+                             expected: tuple[type[errors.ApiError], ...] = ()) -> None:
+        """PUT the status subresource and remember the result (see ``_freshest``).
+
+        A failure is signalled (event, metric, log) unless it is one of ``expected``."""
         meta = ds["metadata"]
-        written = await self.client.update_status(self.resource, {**ds, "status": status},
-                                                  namespace=meta.get("namespace"))
+        async with self.signals.guard(ds, UPDATE_STATUS, name=str(meta["name"]), expected=expected):
+            written = await self.client.update_status(self.resource, {**ds, "status": status},
+                                                      namespace=meta.get("namespace"))
         key = f"{meta.get('namespace', '')}/{meta['name']}"
         self._written[key] = (str(meta.get("resourceVersion", "")), written)
         self.handlers.note_status_write(key, written)
@@ -395,19 +415,30 @@ class DaemonSetController:
         verdict = claim(candidates, owner_uid=uid, selector=selector, owner_namespace=namespace,
                         owner_deleting=bool(meta.get("deletionTimestamp")))
         owned = list(verdict.owned)
+        write = PATCH_POD if resource == PODS else PATCH_REVISION
         if verdict.to_adopt:
             await self._recheck_owner(ds)
         for obj in verdict.to_adopt:
+            refusal = hist.adoption_refusal(obj) if resource == CONTROLLER_REVISIONS else None
+            if refusal is not None:
+                self.recorder.record(ds, "Warning", "RevisionOutOfRange", refusal)
+                continue
             patch = adopt_patch(ds, obj, api_version=self.resource.api_version, kind=self.resource.kind)
+            obj_name = obj["metadata"]["name"]
             try:
-                owned.append(await self.client.patch(resource, obj["metadata"]["name"], patch,
-                                                     namespace=namespace, patch_type="strategic"))
+                # A refused adoption (422) is signalled but does not stop the sync: the object
+                # stays an orphan, and the rest of the DaemonSet can still be reconciled.
+                async with self.signals.guard(ds, write, name=obj_name, expected=(errors.NotFound, errors.Conflict)):
+                    owned.append(await self.client.patch(resource, obj_name, patch,
+                                                         namespace=namespace, patch_type="strategic"))
             except (errors.NotFound, errors.Invalid, errors.Conflict):
                 continue
         for obj in verdict.to_release:
+            obj_name = obj["metadata"]["name"]
             try:
-                await self.client.patch(resource, obj["metadata"]["name"], release_patch(uid, obj),
-                                        namespace=namespace, patch_type="strategic")
+                async with self.signals.guard(ds, write, name=obj_name, expected=(errors.NotFound, errors.Conflict)):
+                    await self.client.patch(resource, obj_name, release_patch(uid, obj),
+                                            namespace=namespace, patch_type="strategic")
             except (errors.NotFound, errors.Invalid, errors.Conflict):
                 continue
         return owned
@@ -427,24 +458,42 @@ class DaemonSetController:
     async def _sync_history(self, ds: Obj, selector: Selector, pods: Sequence[Obj]) -> hist.HistoryPlan | Outcome:
         namespace = ds["metadata"].get("namespace", "")
         revisions = await self._claim(self.revisions, CONTROLLER_REVISIONS, ds, selector)
-        plan = hist.plan_history(ds=ds, revisions=revisions, pods=pods,
-                                 api_version=self.resource.api_version, kind=self.resource.kind)
+        try:
+            plan = hist.plan_history(ds=ds, revisions=revisions, pods=pods,
+                                     api_version=self.resource.api_version, kind=self.resource.kind)
+        except hist.RevisionOverflow as exc:
+            # Nothing to retry: the DaemonSet waits for the revision to change (its update
+            # or deletion enqueues it), with the reason in an event and a condition.
+            self.recorder.record(ds, "Warning", "RevisionOutOfRange", str(exc))
+            old = ds.get("status") or {}
+            wanted = set_condition(old, REPLICA_FAILURE, reason="RevisionOutOfRange", message=str(exc),
+                                   now=self.wall())
+            if wanted != old:
+                await self._update_status(ds, wanted)
+            log.warning("revision_out_of_range", daemonset=ds["metadata"].get("name"), error=str(exc))
+            return Terminal(str(exc))
+        guard = self.signals.guard
         for update in plan.updates:
-            await self._update_revision(update, namespace=namespace)
+            async with guard(ds, UPDATE_REVISION, name=update["metadata"]["name"]):
+                await self._update_revision(update, namespace=namespace)
         for relabel in plan.pod_patches:
             try:
-                await self.client.patch(PODS, relabel.pod.name, relabel.patch, namespace=relabel.pod.namespace)
+                async with guard(ds, PATCH_POD, name=relabel.pod.name, expected=(errors.NotFound,)):
+                    await self.client.patch(PODS, relabel.pod.name, relabel.patch, namespace=relabel.pod.namespace)
             except errors.NotFound:
                 continue
         for name in plan.deletes:
             try:
-                await self.client.delete(CONTROLLER_REVISIONS, name, namespace=namespace)
+                async with guard(ds, DELETE_REVISION, name=name, expected=(errors.NotFound,)):
+                    await self.client.delete(CONTROLLER_REVISIONS, name, namespace=namespace)
             except errors.NotFound:
                 continue
         if plan.create is not None:
             try:
-                await self.client.create(CONTROLLER_REVISIONS, hist.wire_body(plan.create, new=True),
-                                         namespace=namespace)
+                async with guard(ds, CREATE_REVISION, name=plan.create["metadata"]["name"],
+                                 expected=(errors.AlreadyExists,)):
+                    await self.client.create(CONTROLLER_REVISIONS, hist.wire_body(plan.create, new=True),
+                                             namespace=namespace)
             except errors.AlreadyExists:
                 return await self._resolve_collision(ds, plan)
         return plan
@@ -483,16 +532,22 @@ class DaemonSetController:
             log.info("revision_collision", daemonset=meta["name"], collision_count=decision.collision_count)
         return Retry(decision.message)
 
-    async def _cleanup_history(self, ds: Obj, plan: hist.HistoryPlan, pods: Sequence[Obj]) -> None:
+    async def _cleanup_history(self, ds: Obj, plan: hist.HistoryPlan, pods: Sequence[Obj]) -> list[str]:
+        """Delete old revisions beyond the history limit; returns the errors (signalled already)."""
         namespace = ds["metadata"].get("namespace", "")
         uid = ds["metadata"].get("uid", "")
+        failed: list[str] = []
         if not plan.old:
-            return
+            return failed
         for name in hist.plan_history_cleanup(ds=ds, old_revisions=plan.old, pods=self._all_pods(uid, pods)):
             try:
-                await self.client.delete(CONTROLLER_REVISIONS, name, namespace=namespace)
+                async with self.signals.guard(ds, DELETE_REVISION, name=name, expected=(errors.NotFound,)):
+                    await self.client.delete(CONTROLLER_REVISIONS, name, namespace=namespace)
             except errors.NotFound:
                 continue
+            except errors.ApiError as exc:
+                failed.append(f"delete revision {name}: {exc}")
+        return failed
 
     def _all_pods(self, uid: str, claimed: Sequence[Obj]) -> Iterator[Obj]:
         """Claimed pods plus owned ones left out of the claim (terminating, terminal): a pod on
@@ -509,26 +564,62 @@ class DaemonSetController:
 
     async def _write_status(
         self, ds: Obj, nodes: Sequence[Obj], by_node: Mapping[str, Sequence[Obj]], hash_: str,
-        *, fits: Mapping[str, Fit], now: float, observed: bool,
+        *, fits: Mapping[str, Fit], now: float, observed: bool, writes_ok: bool,
     ) -> float | None:
-        """Write status if it changed; returns a requeue delay for minReadySeconds, if any."""
+        """Write status if it changed; returns a requeue delay for minReadySeconds, if any.
+
+        A write that failed in this sync sets ``ReplicaFailure``; ``writes_ok`` (every write
+        the sync needed went through) clears it; otherwise it is left as it was.
+        """
         meta = ds["metadata"]
+        key = f"{meta.get('namespace', '')}/{meta['name']}"
         generation = int(meta.get("generation") or 0)
         status = compute_status(ds=ds, nodes=nodes, pods_by_node=by_node, hash=hash_, now=now, fits=fits)
-        self.status_metrics.observe(f"{meta.get('namespace', '')}/{meta['name']}", status)
+        self.status_metrics.observe(key, status)
+        failure = self.signals.take(key)
+
+        def conditions(current: Mapping[str, Any] | None) -> dict[str, Any]:
+            return _with_failure(without_condition(current, INVALID), failure, clear=writes_ok, now=now)
+
         old = ds.get("status") or {}
-        base = without_condition(old, INVALID)
+        base = conditions(old)
         check_generation = generation if observed else 0
         if status_changed(old, status, generation=check_generation) or base != old:
             new_status = status_with(base, status, observed_generation=generation if observed else None)
             try:
-                await self._update_status(ds, new_status)
+                await self._update_status(ds, new_status, expected=(errors.Conflict,))
             except errors.Conflict:
                 live = await self.client.get(self.resource, meta["name"], namespace=meta.get("namespace"))
-                new_status = status_with(without_condition(live.get("status"), INVALID), status,
+                new_status = status_with(conditions(live.get("status")), status,
                                          observed_generation=generation if observed else None)
                 await self._update_status(live, new_status)
         return availability_requeue(ds, status)
+
+    async def _write_failure_condition(self, ds: Obj) -> None:
+        """After a write failed before the status step (history, adoption): set ``ReplicaFailure``
+        alone, so the stall shows in ``kubectl describe`` even though no counters were computed.
+        A failure of this write is itself signalled and otherwise ignored: the sync fails anyway."""
+        meta = ds["metadata"]
+        failure = self.signals.take(f"{meta.get('namespace', '')}/{meta['name']}")
+        if failure is None:
+            return
+        old = ds.get("status") or {}
+        wanted = _with_failure(old, failure, clear=False, now=self.wall())
+        if wanted != old:
+            try:
+                await self._update_status(ds, wanted, expected=(errors.Conflict,))
+            except errors.ApiError:
+                return
+
+
+def _with_failure(status: Mapping[str, Any] | None, failure: Failure | None, *, clear: bool,
+                  now: float) -> dict[str, Any]:
+    """``status`` with ``ReplicaFailure`` set for ``failure``, removed when ``clear``, else as is."""
+    if failure is not None:
+        return set_condition(status, REPLICA_FAILURE, reason=failure.reason, message=failure.message, now=now)
+    if clear:
+        return without_condition(status, REPLICA_FAILURE)
+    return dict(status or {})
 
 
 def _selects_everything(spec: Any) -> bool:

@@ -27,6 +27,7 @@ from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import PODS
 
 from .recorder import EventRecorder
+from .writes import CREATE_POD, DELETE_POD, WriteSignals
 
 __all__ = ["ExecutionResult", "PlanExecutor"]
 
@@ -47,6 +48,7 @@ class _Failure:
     """Why one create failed."""
 
     message: str
+    error: errors.ApiError
     namespace_terminating: bool = False
 
 
@@ -63,6 +65,18 @@ class PlanExecutor:
     still_current: Callable[[str, str], bool] | None = None
     """``(key, uid) -> bool``: whether the cache still holds that DaemonSet, not being deleted.
     Checked before each create batch, so a deletion seen mid-sync stops further creates."""
+    signals: WriteSignals | None = None
+    """Where failed writes are reported (event, condition, metric, log); by default events only
+    go to ``recorder``."""
+
+    def __post_init__(self) -> None:
+        if self.signals is None:
+            self.signals = WriteSignals(recorder=self.recorder)
+
+    @property
+    def _signals(self) -> WriteSignals:
+        assert self.signals is not None
+        return self.signals
 
     async def execute(self, *, key: str, ds: Mapping[str, Any], plan: Plan, hash_: str) -> ExecutionResult:
         """Apply ``plan`` to DaemonSet ``ds`` (whose cache key is ``key``)."""
@@ -90,7 +104,7 @@ class PlanExecutor:
             created = await self.client.create(PODS, body, namespace=namespace)
         except errors.ApiError as exc:
             terminating = isinstance(exc, errors.Forbidden) and exc.namespace_terminating
-            return _Failure(f"{exc.reason or exc.status}: {exc.message}", namespace_terminating=terminating)
+            return _Failure(f"{exc.reason or exc.status}: {exc.message}", exc, namespace_terminating=terminating)
         name = (created.get("metadata") or {}).get("name", "")
         self.recorder.record(ds, "Normal", "SuccessfulCreate", f"Created pod: {name}")
         return None
@@ -121,7 +135,7 @@ class PlanExecutor:
                 return
             for node, err in failures:
                 self.expectations.creation_observed(key)
-                self.recorder.record(ds, "Warning", "FailedCreate", f"Error creating: {err.message}")
+                self._signals.report(ds, CREATE_POD, err.error, node=node)
                 result.errors.append(f"create on {node}: {err.message}")
                 if self.on_create_failure is not None:
                     self.on_create_failure(key, err.message)
@@ -144,9 +158,8 @@ class PlanExecutor:
             return None
         except errors.ApiError as exc:
             self.expectations.deletion_observed(key)
-            message = f"{exc.reason or exc.status}: {exc.message}"
-            self.recorder.record(ds, "Warning", "FailedDelete", f"Error deleting: {message}")
-            return message
+            self._signals.report(ds, DELETE_POD, exc, name=ref.name, namespace=ref.namespace)
+            return f"{exc.reason or exc.status}: {exc.message}"
         self.recorder.record(ds, "Normal", "SuccessfulDelete", f"Deleted pod: {ref.name}")
         return None
 

@@ -7,11 +7,11 @@ the ``dsctl_daemonset_`` prefix; only names and counts are exported, never objec
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from dsctl.daemonset.plan import STATUS_FIELDS, Status
 
-__all__ = ["StatusMetrics"]
+__all__ = ["StatusMetrics", "WriteErrorMetrics"]
 
 _GAUGES = {
     "desired_number_scheduled": "Nodes that should run the daemon pod.",
@@ -50,3 +50,23 @@ class StatusMetrics:
                 gauge.remove(namespace, name)
             except KeyError:
                 continue
+
+
+class WriteErrorMetrics:
+    """``dsctl_sync_write_errors_total{verb,resource,reason}``: every failed API write.
+
+    ``reason`` is the API's reason (``Invalid``, ``Forbidden``, ``InternalError``...), so an
+    alert can tell a refused object (which retrying will not fix) from a sick API server.
+    """
+
+    def __init__(self, registry: CollectorRegistry | None) -> None:
+        self._counter: Counter | None = None
+        if registry is not None:
+            self._counter = Counter("dsctl_sync_write_errors_total",
+                                    "API writes that failed, by verb, resource and the API's reason.",
+                                    ["verb", "resource", "reason"], registry=registry)
+
+    def inc(self, *, verb: str, resource: str, reason: str) -> None:
+        """Count one failed write."""
+        if self._counter is not None:
+            self._counter.labels(verb, resource, reason or "Unknown").inc()

@@ -8,7 +8,9 @@ A per-object spam filter (a token bucket of ``spam_burst`` events refilling one 
 API budget on 5,000 ``SuccessfulCreate`` events: past the burst, events for that object are
 dropped and counted.
 When the queue is full an event is dropped and counted, never awaited: events are advice, and
-a slow API must not slow reconciliation.
+a slow API must not slow reconciliation. A failed event write is logged at warning level,
+naming the object the event is about, and counted in ``dsctl_sync_write_errors_total``; it
+cannot be reported as an event or a condition (see ``writes``).
 """
 
 from __future__ import annotations
@@ -28,11 +30,22 @@ from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import EVENTS
 from dsctl_api.timefmt import format_rfc3339
 
+from .metrics import WriteErrorMetrics
+
 __all__ = ["EventRecorder"]
 
 log = structlog.get_logger(__name__)
 
 COMPONENT = "daemonset-controller"
+
+
+class _WriteFailed(Exception):
+    """An event write the API refused: which verb, and the API's error."""
+
+    def __init__(self, verb: str, error: errors.ApiError) -> None:
+        super().__init__(str(error))
+        self.verb = verb
+        self.error = error
 
 
 @dataclass
@@ -56,6 +69,7 @@ class EventRecorder:
     spam_burst: int = 25
     spam_refill: float = 300.0
     wall: Callable[[], float] = time.time
+    write_errors: WriteErrorMetrics | None = None
     _queue: asyncio.Queue[tuple[dict[str, Any], str, str, str]] = field(init=False)
     _seen: dict[tuple[str, str, str, str], _Seen] = field(default_factory=dict)
     _tokens: dict[str, tuple[float, float]] = field(default_factory=dict)
@@ -138,10 +152,16 @@ class EventRecorder:
             ref, event_type, reason, message = await self._queue.get()
             try:
                 await self._write(ref, event_type, reason, message)
-            except errors.ApiError as exc:
-                log.warning("event_write_failed", reason=reason, status=exc.status, error=exc.reason)
+            except _WriteFailed as failed:
+                exc = failed.error
+                if self.write_errors is not None:
+                    self.write_errors.inc(verb=failed.verb, resource=EVENTS.plural,
+                                          reason=exc.reason or str(exc.status))
+                log.warning("event_write_failed", verb=failed.verb, kind=ref["kind"],
+                            object=f"{ref['namespace']}/{ref['name']}", type=event_type, reason=reason,
+                            status=exc.status, error=exc.reason, message=exc.message)
             except Exception:
-                log.exception("event_write_crashed", reason=reason)
+                log.exception("event_write_crashed", reason=reason, object=f"{ref['namespace']}/{ref['name']}")
             finally:
                 self._queue.task_done()
 
@@ -161,6 +181,8 @@ class EventRecorder:
                 return
             except errors.NotFound:
                 pass
+            except errors.ApiError as exc:
+                raise _WriteFailed("patch", exc) from exc
         name = f"{ref['name']}.{int(now_epoch * 1e9):x}"
         body = {
             "apiVersion": "v1",
@@ -177,7 +199,10 @@ class EventRecorder:
             "reportingComponent": "dsctl",
             "reportingInstance": self.instance,
         }
-        await self.client.create(EVENTS, body, namespace=namespace)
+        try:
+            await self.client.create(EVENTS, body, namespace=namespace)
+        except errors.ApiError as exc:
+            raise _WriteFailed("create", exc) from exc
         self._seen[key] = _Seen(name, namespace, 1, now, now_epoch)
         if len(self._seen) > 4096:
             cutoff = now_epoch - self.dedup_window

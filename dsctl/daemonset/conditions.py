@@ -1,9 +1,15 @@
 """DaemonSet status conditions that dsctl maintains.
 
 ``apps/v1`` defines ``status.conditions`` but kube's controller sets none. dsctl sets
-``Invalid`` while the spec cannot be reconciled (see ``validation``), so ``kubectl describe``
-and alerting on ``.status.conditions`` show why nothing happens. Conditions are replaced by
+``Invalid`` while the spec cannot be reconciled (see ``validation``), and ``ReplicaFailure``
+(as upstream's ReplicaSet controller does) while a write the DaemonSet needs is refused: a pod
+create or delete, or a ControllerRevision write (reason ``FailedCreateRevision``...). So
+``kubectl describe`` and alerting on ``.status.conditions`` show why nothing happens. Conditions are replaced by
 type; ``lastTransitionTime`` changes only when ``status`` flips.
+
+A status written with a condition always carries the four counters apps/v1's schema marks
+required (``REQUIRED_COUNTERS``, 0 when not known yet): in CRD mode the schema is enforced on
+status writes, and a status holding only a condition is refused with 422.
 """
 
 from __future__ import annotations
@@ -14,16 +20,23 @@ from typing import Any
 from dsctl.daemonset.access import as_list, as_map
 from dsctl_api.timefmt import format_rfc3339
 
-__all__ = ["INVALID", "set_condition", "without_condition"]
+__all__ = ["INVALID", "REPLICA_FAILURE", "REQUIRED_COUNTERS", "set_condition", "without_condition"]
 
 INVALID = "Invalid"
+REPLICA_FAILURE = "ReplicaFailure"
+REQUIRED_COUNTERS = ("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady")
 
 
 def set_condition(
     status: Mapping[str, Any] | None, cond_type: str, *, reason: str, message: str, now: float
 ) -> dict[str, Any]:
-    """``status`` with condition ``cond_type`` set to True; other conditions untouched."""
+    """``status`` with condition ``cond_type`` set to True; other conditions untouched.
+
+    Missing required counters are set to 0, so the result passes the CRD's schema.
+    """
     result = dict(as_map(status))
+    for counter in REQUIRED_COUNTERS:
+        result.setdefault(counter, 0)
     kept: list[Any] = []
     transition = format_rfc3339(now)
     for condition in as_list(result.get("conditions")):

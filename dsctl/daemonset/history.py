@@ -27,6 +27,11 @@ Deliberate differences from upstream:
   hides them from the rolling update.
 - Revisions whose controller reference names another owner are ignored, as a guard against a
   caller passing the whole namespace.
+- Revision numbers stay within int64, as the API stores them. Upstream computes ``max + 1``
+  in Go's int64, which wraps to a negative number that the API server refuses, so a DaemonSet
+  that adopted a revision numbered 2^63-1 retries for ever. Here an orphan whose number leaves
+  no room above it is not adopted (``adoption_refusal``), and a plan that would need a number
+  beyond int64 raises ``RevisionOverflow`` instead of writing it.
 """
 
 from __future__ import annotations
@@ -47,9 +52,12 @@ from dsctl_api.pods import controller_ref
 
 __all__ = [
     "DEFAULT_REVISION_HISTORY_LIMIT",
+    "MAX_REVISION",
     "CollisionDecision",
     "HistoryPlan",
     "PodPatch",
+    "RevisionOverflow",
+    "adoption_refusal",
     "collision_count",
     "plan_history",
     "plan_history_cleanup",
@@ -63,7 +71,22 @@ __all__ = [
 DEFAULT_REVISION_HISTORY_LIMIT = 10
 """Old revisions kept when ``spec.revisionHistoryLimit`` is unset (the API default)."""
 
+MAX_REVISION = 2**63 - 1
+"""The largest ``revision`` the API stores (int64)."""
+
 Obj = Mapping[str, Any]
+
+
+class RevisionOverflow(ValueError):
+    """The current revision would need a number beyond int64; ``names`` hold the highest ones."""
+
+    def __init__(self, names: Sequence[str], highest: int) -> None:
+        super().__init__(
+            f"revision: ControllerRevision {', '.join(names)} has revision {highest}; a newer revision would "
+            f"need {highest + 1}, beyond the int64 maximum {MAX_REVISION}. Delete or renumber that revision"
+        )
+        self.names = tuple(names)
+        self.highest = highest
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +141,19 @@ class CollisionDecision:
 def revision_number(revision: Obj) -> int:
     """The ``revision`` field of a ControllerRevision; 0 when missing."""
     return as_int(revision.get("revision"))
+
+
+def adoption_refusal(revision: Obj) -> str | None:
+    """Why an orphan ControllerRevision must not be adopted, or None.
+
+    One numbered ``MAX_REVISION`` or more leaves no number for the next revision: adopting it
+    would force the controller to write a revision beyond int64.
+    """
+    number = revision_number(revision)
+    if number < MAX_REVISION:
+        return None
+    return (f"ControllerRevision {namespace(revision)}/{name(revision)} not adopted: field revision is {number}, "
+            f"which leaves no number for a newer revision within int64 (maximum {MAX_REVISION})")
 
 
 def collision_count(ds: Obj) -> int | None:
@@ -218,7 +254,7 @@ def plan_history(
     current revision number is one above the highest old one. No current revision: snapshot a
     new one named after the template hash. Several: keep the highest-numbered, relabel pods
     of the others, delete them. A kept revision numbered below the old ones (a rollback) is
-    renumbered to the top.
+    renumbered to the top. Raises ``RevisionOverflow`` rather than number one beyond int64.
     """
     label_fixes: dict[str, dict[str, Any]] = {}
     current: list[dict[str, Any]] = []
@@ -236,7 +272,13 @@ def plan_history(
     top = max((revision_number(r) for r in old), default=0) + 1
     old_sorted = tuple(sorted(old, key=lambda r: (revision_number(r), name(r))))
 
+    def check_range() -> None:
+        if top > MAX_REVISION:
+            highest = top - 1
+            raise RevisionOverflow([name(r) for r in old_sorted if revision_number(r) == highest], highest)
+
     if not current:
+        check_range()
         template_hash = compute_hash(_template(ds), collision_count(ds))
         body = _snapshot(ds, number=top, template_hash=template_hash, api_version=api_version, kind=kind)
         return HistoryPlan(
@@ -258,6 +300,7 @@ def plan_history(
 
     number = revision_number(kept)
     if number < top:
+        check_range()
         kept = _with_changes(kept, label=None, number=top)
         number = top
         label_fixes[name(kept)] = kept

@@ -65,16 +65,18 @@ class SharedValues:
         """The canonical value for ``key``, built by ``make()`` the first time."""
         found = self._table.get(key)
         if found is None:
-            if len(self._table) >= self.max_entries:
-                self._table.clear()
-            found = self._table[key] = make()
+            found = self.put(key, make())
         return found
+
+    def put(self, key: Hashable, value: Any) -> Any:
+        """Make ``value`` the canonical value for ``key`` (absent until now); return it."""
+        if len(self._table) >= self.max_entries:
+            self._table.clear()
+        self._table[key] = value
+        return value
 
     def __len__(self) -> int:
         return len(self._table)
-
-
-_SHARED = SharedValues()
 
 
 def _interned_map(values: dict[str, Any]) -> Obj:
@@ -83,24 +85,38 @@ def _interned_map(values: dict[str, Any]) -> Obj:
     }
 
 
+# One table per kind of sub-object, so a key is the bare content (no tag to build).
+_LABELS = SharedValues()
+_OWNERS = SharedValues()
+_READY = SharedValues()
+_AFFINITY = SharedValues()
+_RESTARTS = SharedValues()
+
+
 def _labels(labels: Any) -> Obj | None:
     if not labels or labels.__class__ is not dict:
         return None
     try:
-        key = ("labels", *labels.items())
-        return _SHARED.get(key, lambda: _interned_map(labels))  # type: ignore[no-any-return]
+        key = tuple(labels.items())
+        found = _LABELS._table.get(key)
     except TypeError:  # a non-string value: not hashable, keep a private copy
         return _interned_map(labels)
+    if found is None:
+        found = _LABELS.put(key, _interned_map(labels))
+    return found  # type: ignore[no-any-return]
 
 
 def _owner_refs(refs: Any) -> list[Obj] | None:
     if not refs or refs.__class__ is not list:
         return None
     try:
-        key = ("owners", *(tuple(r.items()) for r in refs))
+        key = tuple([tuple(r.items()) for r in refs])
+        found = _OWNERS._table.get(key)
     except (AttributeError, TypeError):
         return [_interned_map(r) for r in refs if isinstance(r, dict)]
-    return _SHARED.get(key, lambda: [_interned_map(r) for r in refs])  # type: ignore[no-any-return]
+    if found is None:
+        found = _OWNERS.put(key, [_interned_map(r) for r in refs])
+    return found  # type: ignore[no-any-return]
 
 
 def _ready_condition(status: Any) -> list[Obj] | None:
@@ -111,17 +127,18 @@ def _ready_condition(status: Any) -> list[Obj] | None:
         if cond.__class__ is dict and cond.get("type") == "Ready":
             state = cond.get("status")
             since = cond.get("lastTransitionTime")
-
-            def make(state: Any = state, since: Any = since) -> list[Obj]:
-                kept: Obj = {"type": "Ready", "status": state}
-                if since is not None:
-                    kept["lastTransitionTime"] = since
-                return [kept]
-
             try:
-                return _SHARED.get(("ready", state, since), make)  # type: ignore[no-any-return]
+                key = (state, since)
+                found = _READY._table.get(key)
             except TypeError:
-                return make()
+                found = None
+                key = None
+            if found is None:
+                made: Obj = {"type": "Ready", "status": state}
+                if since is not None:
+                    made["lastTransitionTime"] = since
+                found = [made] if key is None else _READY.put(key, [made])
+            return found
     return None
 
 
@@ -140,7 +157,7 @@ def _restart_counts(status: Obj) -> list[Obj] | None:
                 for n, c in kept]
 
     try:
-        return _SHARED.get(("restarts", kept), make)  # type: ignore[no-any-return]
+        return _RESTARTS.get(kept, make)  # type: ignore[no-any-return]
     except TypeError:
         return make()
 
@@ -166,9 +183,9 @@ def _metadata(meta: Any, annotations: tuple[str, ...]) -> Obj:
     if value is not None:
         out["deletionTimestamp"] = value
     labels = _labels(get("labels"))
+    refs = _owner_refs(get("ownerReferences"))
     if labels is not None:
         out["labels"] = labels
-    refs = _owner_refs(get("ownerReferences"))
     if refs is not None:
         out["ownerReferences"] = refs
     if annotations:
@@ -180,6 +197,36 @@ def _metadata(meta: Any, annotations: tuple[str, ...]) -> Obj:
     return out
 
 
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+
+
+def _target_node(required: Any) -> str | None:
+    """The node of the one-term affinity a DaemonSet controller writes
+    (``matchFields: [{key: metadata.name, operator: In, values: [node]}]``), else None.
+
+    That shape is nearly every daemon pod's, and naming it by its node is cheaper than
+    encoding it; any other shape is keyed by its JSON (bytes, never equal to a str key)."""
+    if required.__class__ is not dict or len(required) != 1:
+        return None
+    terms = required.get("nodeSelectorTerms")
+    if terms.__class__ is not list or len(terms) != 1:
+        return None
+    term = terms[0]
+    if term.__class__ is not dict or len(term) != 1:
+        return None
+    fields = term.get("matchFields")
+    if fields.__class__ is not list or len(fields) != 1:
+        return None
+    req = fields[0]
+    if (req.__class__ is not dict or len(req) != 3 or req.get("key") != "metadata.name"
+            or req.get("operator") != "In"):
+        return None
+    values = req.get("values")
+    if values.__class__ is not list or len(values) != 1 or values[0].__class__ is not str:
+        return None
+    return values[0]
+
+
 def _required_node_affinity(spec: Obj) -> Obj | None:
     affinity = spec.get("affinity")
     if affinity.__class__ is not dict:
@@ -187,14 +234,14 @@ def _required_node_affinity(spec: Obj) -> Obj | None:
     node_affinity = affinity.get("nodeAffinity")
     if node_affinity.__class__ is not dict:
         return None
-    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    required = node_affinity.get(_REQUIRED)
     if required is None:
         return None
-
-    def make() -> Obj:
-        return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
-
-    return _SHARED.get(("affinity", orjson.dumps(required)), make)  # type: ignore[no-any-return]
+    key = _target_node(required) or orjson.dumps(required)
+    found = _AFFINITY._table.get(key)
+    if found is None:
+        found = _AFFINITY.put(key, {"nodeAffinity": {_REQUIRED: required}})
+    return found  # type: ignore[no-any-return]
 
 
 def _type_meta(obj: Obj) -> Obj:

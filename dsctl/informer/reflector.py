@@ -1,6 +1,7 @@
 """The reflector: keeps a :class:`~dsctl.informer.store.Store` equal to the server's state.
 
-Cycle: list (paginated, ``limit`` per page, following ``continue``), replace the store, then
+Cycle: list (paginated, ``limit`` per page, following ``continue``, each page written to the
+store as it arrives; see :meth:`Reflector._list`), drop what the list no longer holds, then
 watch from the list's resourceVersion with bookmarks, applying each event to the store and then
 notifying the sink. When a watch ends (server timeout, dropped connection, silence longer than
 ``inactivity_timeout``) it re-watches from the last resourceVersion seen, events and bookmarks
@@ -14,7 +15,8 @@ events, then a bookmark annotated ``k8s.io/initial-events-end``); a server that 
 
 Every failure is classified in one place, :meth:`Reflector._classify`:
 
-- Gone → re-list now; TooManyRequests → wait ``Retry-After``;
+- Gone, or 504 "Too large resource version" (an apiserver behind our resourceVersion) →
+  re-list now; TooManyRequests → wait ``Retry-After``;
 - a dropped or silent watch (ConnectionFailed) → re-watch quietly, at once when the watch had
   been useful, after a backoff when it ended at once with nothing (a server that closes every
   watch immediately must not be hammered);
@@ -35,13 +37,13 @@ from typing import Any, Protocol
 import structlog
 
 from dsctl.informer.metrics import InformerMetrics
-from dsctl.informer.store import ReplaceResult, Store, object_key
+from dsctl.informer.store import Replacement, ReplaceResult, Store, object_key
 from dsctl.kube.errors import ApiError, ConnectionFailed, Gone, TooManyRequests
 from dsctl.kube.ratelimit import Backoff
 from dsctl.kube.resources import Resource
 from dsctl.kube.transport import gc_paused
 
-__all__ = ["INITIAL_EVENTS_END", "ListerWatcher", "Reflector", "Sink"]
+__all__ = ["INITIAL_EVENTS_END", "ListerWatcher", "Reflector", "Sink", "is_too_large_resource_version"]
 
 log = structlog.get_logger(__name__)
 
@@ -49,6 +51,11 @@ Obj = dict[str, Any]
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 _SHORT_WATCH = 1.0
 _YIELD_EVERY = 2000
+_TOO_LARGE_CAUSE = "ResourceVersionTooLarge"
+_TOO_LARGE_MESSAGE = "Too large resource version"
+_LIST_RESTARTS = 3
+"""Consecutive restarts of one list after expired continue tokens before it counts as failed
+(then the reflector's Gone backoff applies)."""
 
 
 class ListerWatcher(Protocol):
@@ -105,10 +112,16 @@ def _rv_of(obj: Any) -> str | None:
     return rv if isinstance(rv, str) and rv else None
 
 
-def _prepare_page(prepare: Callable[[Obj], Obj], objects: list[Obj] | tuple[()]) -> list[Obj]:
-    """Project one list page with the cyclic GC paused (see ``gc_paused`` for why)."""
-    with gc_paused():
-        return [prepare(obj) for obj in objects]
+def is_too_large_resource_version(exc: Exception) -> bool:
+    """kube-apiserver's "Too large resource version" (504 Timeout, cause
+    ``ResourceVersionTooLarge``; servers before 1.18.6 say it only in the message)."""
+    if not isinstance(exc, ApiError) or exc.status != 504:
+        return False
+    if any(cause.get("reason") == _TOO_LARGE_CAUSE for cause in exc.causes):
+        return True
+    return _TOO_LARGE_MESSAGE in exc.message or any(
+        cause.get("message") == _TOO_LARGE_MESSAGE for cause in exc.causes
+    )
 
 
 class Reflector:
@@ -161,9 +174,17 @@ class Reflector:
         label = resource.label
         self._log = log.bind(resource=label)
         self._m_events = metrics.events
+        self._m_event_types = {
+            kind: metrics.events.labels(resource=label, type=kind)
+            for kind in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK")
+        }
         self._m_relists = metrics.relists.labels(resource=label)
         self._m_last = metrics.last_event.labels(resource=label)
         self._m_objects = metrics.objects.labels(resource=label)
+        # Both gauges are read when scraped, so an event pays for neither a lock nor a clock.
+        self._m_last.set_function(self._last_progress_wall)
+        self._m_objects.set_function(store.__len__)
+        self._transform = store.transform
         self._m_errors = metrics.errors
         self._label = label
         self._api_version = resource.api_version
@@ -214,13 +235,13 @@ class Reflector:
     def _classify(self, exc: Exception, *, productive: bool) -> _Action:
         """The single place that maps a list/watch failure to what to do next."""
         if isinstance(exc, Gone):
-            # Re-list at once, unless the previous watch also ended in Gone before delivering
-            # anything: a history shorter than a list round trip must not become a hot loop.
-            self._gone_streak = 0 if productive else self._gone_streak + 1
-            delay = self.backoff.next_delay() if self._gone_streak > 1 else 0.0
-            self._log.info("informer.relist", cause="gone", last_rv=self.last_rv,
-                           delay=round(delay, 3))
-            return _Action(relist=True, delay=delay, reason="Gone")
+            return self._relist_action("gone", "Gone", productive=productive)
+        if is_too_large_resource_version(exc):
+            # This apiserver has not caught up with our resourceVersion (a lagging replica
+            # after a failover): re-watching there fails again. client-go relists, reading
+            # from etcd, and so do we (a list never names a resourceVersion).
+            return self._relist_action("too_large_resource_version", "ResourceVersionTooLarge",
+                                       productive=productive)
         if isinstance(exc, TooManyRequests):
             delay = exc.retry_after if exc.retry_after is not None else self.backoff.next_delay()
             self._log.info("informer.throttled", delay=round(delay, 3))
@@ -250,20 +271,45 @@ class Reflector:
         )
         return _Action(relist=False, delay=delay, reason=type(exc).__name__)
 
+    def _relist_action(self, cause: str, reason: str, *, productive: bool) -> _Action:
+        """Re-list at once, unless the previous watch also ended this way before delivering
+        anything: a history shorter than a list round trip must not become a hot loop."""
+        self._gone_streak = 0 if productive else self._gone_streak + 1
+        delay = self.backoff.next_delay() if self._gone_streak > 1 else 0.0
+        self._log.info("informer.relist", cause=cause, last_rv=self.last_rv, delay=round(delay, 3))
+        return _Action(relist=True, delay=delay, reason=reason)
+
     # -- list ----------------------------------------------------------------------------
 
     async def _list(self) -> None:
-        try:
-            items, rv = await self._list_pages(self.page_size)
-        except Gone:
-            # The continue token expired mid-way (the list outlived the server's history):
-            # one unpaginated list is always consistent.
-            self._log.info("informer.list.continue_expired")
-            items, rv = await self._list_pages(None)
-        await self._replace(items, rv)
+        """List page by page into the store, then drop what the list did not contain.
 
-    async def _list_pages(self, limit: int | None) -> tuple[list[Obj], str]:
-        items: list[Obj] = []
+        Each page is projected and written to the store as it arrives, and its changes are
+        delivered to the handlers before the next page is asked for, so a relist holds the
+        cache plus one page, never a second copy of the whole list. A continue token that
+        expired mid-way (410: the list outlived the server's history) starts the list again
+        from its first page, at most ``_LIST_RESTARTS`` times in a row. client-go's pager
+        falls back to one unpaginated list instead; at 150,000 pods that list, decoded in one
+        piece, took the process to 5 GiB (see docs/decisions.md).
+        """
+        replacement = self.store.begin_replace()
+        restarts = 0
+        while True:
+            try:
+                rv = await self._list_pages(replacement)
+                break
+            except Gone:
+                if restarts >= _LIST_RESTARTS:
+                    raise
+                restarts += 1
+                self._log.info("informer.list.continue_expired", restart=restarts)
+                self._m_errors.labels(resource=self._label, reason="ContinueExpired").inc()
+                replacement.restart()
+        await self._finish_list(replacement, rv)
+
+    async def _list_pages(self, replacement: Replacement) -> str:
+        """Fetch and apply every page; return the list's resourceVersion. Gone from a page
+        after the first means its continue token expired."""
         rv = ""
         token: str | None = None
         prepare = self._prepare
@@ -273,49 +319,45 @@ class Reflector:
                 namespace=self.namespace,
                 label_selector=self.label_selector,
                 field_selector=self.field_selector,
-                limit=limit,
+                limit=self.page_size,
                 continue_=token,
             )
-            items.extend(_prepare_page(prepare, page.get("items") or ()))
+            items = page.get("items") or ()
             meta = page.get("metadata") or {}
             rv = meta.get("resourceVersion") or rv
             token = meta.get("continue") or None
+            del page
+            with gc_paused():
+                result = replacement.apply(items, prepare=prepare)
+            del items
+            self._applied(result)
             if not token:
-                return items, rv
+                return rv
 
-    async def _replace(self, items: list[Obj], rv: str) -> None:
-        result = self.store.replace(items, rv, prepared=True)
+    def _applied(self, result: ReplaceResult) -> None:
+        """Deliver one applied page's changes (the store already holds them). A page is
+        progress: a long relist must not look like a stuck informer."""
+        self._mark_progress()
+        sink = self.sink
+        for old, new in result.updated:
+            sink.on_update(old, new)
+        for new in result.added:
+            sink.on_add(new)
+
+    async def _finish_list(self, replacement: Replacement, rv: str) -> None:
+        deleted = replacement.finish(rv)
         self.last_rv = rv
         self.need_list = False
         self.relists += 1
         self._m_relists.inc()
-        self._m_objects.set(len(self.store))
         self._mark_progress()
-        self._log.info(
-            "informer.listed", objects=len(self.store), rv=rv, added=len(result.added),
-            updated=len(result.updated), deleted=len(result.deleted),
-        )
-        await self._deliver(result)
-        self.synced.set()
-
-    async def _deliver(self, result: ReplaceResult) -> None:
+        self._log.info("informer.listed", objects=len(self.store), rv=rv, deleted=len(deleted))
         sink = self.sink
-        done = 0
-        for old in result.deleted:
+        for done, old in enumerate(deleted, 1):
             sink.on_delete(old)
-            done += 1
             if done % _YIELD_EVERY == 0:
                 await asyncio.sleep(0)
-        for old, new in result.updated:
-            sink.on_update(old, new)
-            done += 1
-            if done % _YIELD_EVERY == 0:
-                await asyncio.sleep(0)
-        for new in result.added:
-            sink.on_add(new)
-            done += 1
-            if done % _YIELD_EVERY == 0:
-                await asyncio.sleep(0)
+        self.synced.set()
 
     # -- watch ---------------------------------------------------------------------------
 
@@ -343,7 +385,7 @@ class Reflector:
 
     async def _stream_list_and_watch(self) -> int:
         self._watch_began = self._clock()
-        pending: dict[str, Obj] = {}
+        replacement = self.store.begin_replace()
         initial_done = False
         count = 0
         prepare = self._prepare
@@ -359,15 +401,15 @@ class Reflector:
                     if kind == "BOOKMARK":
                         annotations = (obj.get("metadata") or {}).get("annotations") or {}
                         if annotations.get(INITIAL_EVENTS_END) == "true":
-                            await self._replace(list(pending.values()), _rv_of(obj) or "")
-                            pending = {}
+                            await self._finish_list(replacement, _rv_of(obj) or "")
                             initial_done = True
                         continue
-                    prepared = prepare(obj)
                     if kind == "DELETED":
-                        pending.pop(object_key(prepared), None)
-                    else:
-                        pending[object_key(prepared)] = prepared
+                        # Not sent by kube-apiserver before the bookmark; applied as a normal
+                        # delete, and ``finish`` drops whatever else the stream never named.
+                        self._apply(event)
+                        continue
+                    self._applied(replacement.apply((obj,), prepare=prepare))
         except ApiError as exc:
             if 400 <= exc.status < 500 and exc.status not in (410, 429) and not initial_done:
                 raise _StreamingUnsupported(f"{exc.status} {exc.reason}") from None
@@ -377,27 +419,42 @@ class Reflector:
         return count
 
     def _apply(self, event: dict[str, Any]) -> None:
+        """One watch event: store first, then the sink. The hot path of a busy cluster
+        (tens of thousands of events per second), so it avoids every call it can."""
         kind = event["type"]
         obj = event["object"]
-        self._m_events.labels(resource=self._label, type=kind).inc()
-        self._mark_progress()
-        rv = _rv_of(obj)
+        counter = self._m_event_types.get(kind)
+        if counter is None:
+            counter = self._m_events.labels(resource=self._label, type=kind)
+        counter.inc()
+        self.last_progress = self._clock()
+        meta = obj.get("metadata")
+        rv = meta.get("resourceVersion") if meta.__class__ is dict else None
+        if rv.__class__ is not str or not rv:
+            rv = None
         if kind == "BOOKMARK":
             self._advance(rv)
             return
+        if "kind" not in obj:
+            obj["apiVersion"] = self._api_version
+            obj["kind"] = self._kind
+        transform = self._transform
         store = self.store
-        new = self._prepare(obj)
+        key = object_key(obj)  # projections keep name and namespace: the cached key
         if kind == "DELETED":
-            old = store.delete(object_key(new))
+            new = obj if transform is None else transform(obj)
+            old = store.delete(key)
             self._advance(rv)
-            self._m_objects.set(len(store))
             if old is not None:
                 self.sink.on_delete(new)
             return
-        old, new = store.upsert(new, prepared=True)
-        self._advance(rv)
+        new = obj if transform is None else transform(obj)
+        old = store.get(key)
+        store.put(key, new, old)
+        if rv is not None:
+            self.last_rv = rv
+            store.resource_version = rv
         if old is None:
-            self._m_objects.set(len(store))
             self.sink.on_add(new)
         else:
             self.sink.on_update(old, new)
@@ -418,4 +475,7 @@ class Reflector:
 
     def _mark_progress(self) -> None:
         self.last_progress = self._clock()
-        self._m_last.set(self._wall())
+
+    def _last_progress_wall(self) -> float:
+        """``last_progress`` as Unix time (what the last-event gauge shows when scraped)."""
+        return self._wall() - (self._clock() - self.last_progress)

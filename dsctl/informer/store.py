@@ -25,6 +25,7 @@ __all__ = [
     "IndexFunc",
     "ReadOnlyStore",
     "ReplaceResult",
+    "Replacement",
     "Store",
     "Transform",
     "by_node_name",
@@ -53,12 +54,29 @@ def object_key(obj: Mapping[str, Any]) -> str:
 def by_node_name(obj: Mapping[str, Any]) -> list[str]:
     """Index function: the pod's ``spec.nodeName`` (unscheduled pods are filed under nothing)."""
     spec = obj.get("spec")
-    node = spec.get("nodeName") if isinstance(spec, Mapping) else None
-    return [node] if isinstance(node, str) and node else []
+    if spec.__class__ is dict or isinstance(spec, Mapping):
+        node = spec.get("nodeName")
+        if node.__class__ is str and node:
+            return [node]
+    return []
 
 
 def by_owner_uid(obj: Mapping[str, Any]) -> list[str]:
     """Index function: the UID of the controller ownerReference (pods and ControllerRevisions)."""
+    meta = obj.get("metadata")
+    if meta.__class__ is dict:
+        # The common shape (decoded JSON), read without the generic Mapping checks: this
+        # runs twice per cached update.
+        refs = meta.get("ownerReferences")
+        if not refs:
+            return []
+        if refs.__class__ is list:
+            for ref in refs:
+                if ref.__class__ is dict and ref.get("controller") is True:
+                    uid = ref.get("uid")
+                    return [uid] if uid.__class__ is str and uid else []
+            if all(ref.__class__ is dict for ref in refs):
+                return []
     ref = controller_ref(obj)
     uid = ref.get("uid") if ref is not None else None
     return [uid] if isinstance(uid, str) and uid else []
@@ -153,9 +171,23 @@ class Store:
 
     # -- writes (the reflector's) --------------------------------------------------------
 
+    @property
+    def transform(self) -> Transform | None:
+        """The projection applied to incoming objects, if any."""
+        return self._transform
+
     def prepare(self, obj: Obj) -> Obj:
         """Apply the store's transform (projection) to an incoming object."""
         return self._transform(obj) if self._transform is not None else obj
+
+    def put(self, key: str, new: Obj, old: Obj | None) -> None:
+        """Store the prepared ``new`` under ``key``, where ``old`` is what :meth:`get` returned
+        for it just before (the reflector's per-event path, which already looked it up)."""
+        self._items[key] = new
+        if old is None:
+            self._index_obj(key, new)
+        else:
+            self._reindex(key, old, new)
 
     def upsert(self, obj: Obj, *, prepared: bool = False) -> tuple[Obj | None, Obj]:
         """Store ``obj`` (transformed unless ``prepared``); return ``(old, stored)``."""
@@ -163,9 +195,10 @@ class Store:
         key = object_key(new)
         old = self._items.get(key)
         self._items[key] = new
-        if old is not None:
-            self._unindex(key, old)
-        self._index_obj(key, new)
+        if old is None:
+            self._index_obj(key, new)
+        else:
+            self._reindex(key, old, new)
         return old, new
 
     def delete(self, key: str) -> Obj | None:
@@ -175,6 +208,10 @@ class Store:
             self._unindex(key, old)
         return old
 
+    def begin_replace(self) -> Replacement:
+        """Start replacing the whole content page by page (see :class:`Replacement`)."""
+        return Replacement(self)
+
     def replace(
         self, objects: Iterable[Obj], resource_version: str, *, prepared: bool = False
     ) -> ReplaceResult:
@@ -182,27 +219,9 @@ class Store:
 
         An object counts as updated when its resourceVersion differs from the cached one.
         """
-        result = ReplaceResult()
-        seen: set[str] = set()
-        for obj in objects:
-            new = obj if prepared else self.prepare(obj)
-            key = object_key(new)
-            seen.add(key)
-            old = self._items.get(key)
-            if old is None:
-                self._items[key] = new
-                self._index_obj(key, new)
-                result.added.append(new)
-            elif _rv(old) != _rv(new) or _rv(new) is None:
-                self._items[key] = new
-                self._unindex(key, old)
-                self._index_obj(key, new)
-                result.updated.append((old, new))
-        for key in [k for k in self._items if k not in seen]:
-            old = self._items.pop(key)
-            self._unindex(key, old)
-            result.deleted.append(old)
-        self.resource_version = resource_version
+        replacement = self.begin_replace()
+        result = replacement.apply(objects, prepare=None if prepared else self.prepare)
+        result.deleted = replacement.finish(resource_version)
         return result
 
     def _index_obj(self, key: str, obj: Obj) -> None:
@@ -224,6 +243,91 @@ class Store:
                     bucket.discard(key)
                     if not bucket:
                         del index[value]
+
+    def _reindex(self, key: str, old: Obj, new: Obj) -> None:
+        """Move ``key`` from ``old``'s index values to ``new``'s, touching only what changed
+        (a pod update rarely changes its node or its owner)."""
+        for name, func in self._indexers.items():
+            before = func(old)
+            after = func(new)
+            if before == after:
+                continue
+            index = self._indexes[name]
+            for value in before:
+                bucket = index.get(value)
+                if bucket is not None:
+                    bucket.discard(key)
+                    if not bucket:
+                        del index[value]
+            for value in after:
+                bucket = index.get(value)
+                if bucket is None:
+                    index[value] = {key}
+                else:
+                    bucket.add(key)
+
+
+class Replacement:
+    """A relist applied to the live store one page at a time, so memory stays bounded.
+
+    Each :meth:`apply` writes one page into the store at once (readers see every object at the
+    state of the page that carried it, never a half-written one) and returns what it added and
+    changed, for the handlers. An object whose resourceVersion equals the cached one is not
+    even projected: the cached object is kept. Only the keys seen so far are remembered (one
+    set of key strings, no objects), so :meth:`finish` removes and returns every cached object
+    the list did not contain: the deletions missed while the watch was down. There is never a
+    second copy of the cache, and a page's raw objects are garbage once it is applied.
+
+    :meth:`restart` forgets the keys seen: used when the list had to start again from its first
+    page (an expired continue token), objects written by the abandoned attempt stay cached
+    until the new attempt either re-lists them or deletes them in :meth:`finish`.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._seen: set[str] = set()
+
+    def restart(self) -> None:
+        """The list starts again from its first page."""
+        self._seen = set()
+
+    def apply(self, objects: Iterable[Obj], *, prepare: Transform | None) -> ReplaceResult:
+        """Write one page (raw objects, projected by ``prepare``; None if already prepared)."""
+        store = self._store
+        items = store._items
+        seen = self._seen
+        result = ReplaceResult()
+        for obj in objects:
+            key = object_key(obj)
+            seen.add(key)
+            old = items.get(key)
+            if old is not None:
+                rv = _rv(obj)
+                if rv is not None and rv == _rv(old):
+                    continue
+            new = obj if prepare is None else prepare(obj)
+            items[key] = new
+            if old is None:
+                store._index_obj(key, new)
+                result.added.append(new)
+            else:
+                store._reindex(key, old, new)
+                result.updated.append((old, new))
+        return result
+
+    def finish(self, resource_version: str) -> Objs:
+        """The list is complete: drop and return every cached object it did not contain."""
+        store = self._store
+        items = store._items
+        seen = self._seen
+        deleted: Objs = []
+        for key in [k for k in items if k not in seen]:
+            old = items.pop(key)
+            store._unindex(key, old)
+            deleted.append(old)
+        self._seen = set()
+        store.resource_version = resource_version
+        return deleted
 
 
 class ReadOnlyStore:

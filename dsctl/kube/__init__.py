@@ -4,6 +4,7 @@
 - ``errors``: the one error hierarchy that the layers above catch.
 - ``resources``: ``Resource`` constants and REST path building.
 - ``ratelimit``: the QPS/burst token bucket and retry backoff.
+- ``fence``: the write fence that refuses writes once the leader Lease cannot be trusted.
 - ``transport``: one request with pacing, auth, retries and metrics.
 - ``metrics``: the ``rest_client_*`` Prometheus metrics, one set per registry.
 - ``watch``: decoding NDJSON watch streams.
@@ -21,6 +22,7 @@ from dsctl.kube.errors import (
     ConfigError,
     Conflict,
     ConnectionFailed,
+    Fenced,
     Forbidden,
     Gone,
     Invalid,
@@ -30,6 +32,7 @@ from dsctl.kube.errors import (
     TooManyRequests,
     Unauthorized,
 )
+from dsctl.kube.fence import WriteFence
 from dsctl.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, Backoff, TokenBucket
 from dsctl.kube.resources import (
     CONTROLLER_REVISIONS,
@@ -65,6 +68,7 @@ __all__ = [
     "ConfigError",
     "Conflict",
     "ConnectionFailed",
+    "Fenced",
     "Forbidden",
     "Gone",
     "Invalid",
@@ -79,6 +83,7 @@ __all__ = [
     "TokenBucket",
     "TooManyRequests",
     "Unauthorized",
+    "WriteFence",
     "crd_daemonsets",
     "load_config",
     "make_crd_daemonsets",

@@ -8,7 +8,7 @@ with :mod:`dsctl.kube.errors` types. One client per process; it is safe to share
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any, Literal
 
 from kubernetes_asyncio.client import ApiClient
@@ -74,6 +74,17 @@ class KubeClient:
     def __init__(self, transport: Transport, *, host: str) -> None:
         self._transport = transport
         self.host = host
+
+    @property
+    def write_fence(self) -> Callable[[str, str], None] | None:
+        """Called with (verb, resource) before each POST/PUT/PATCH/DELETE attempt is sent;
+        raising (``Fenced``) refuses the write. None (the default) lets every write through.
+        The leader elector sets it on the workers' client (see :mod:`dsctl.kube.fence`)."""
+        return self._transport.write_fence
+
+    @write_fence.setter
+    def write_fence(self, fence: Callable[[str, str], None] | None) -> None:
+        self._transport.write_fence = fence
 
     @classmethod
     async def from_config(

@@ -27,6 +27,7 @@ __all__ = [
     "ConfigError",
     "Conflict",
     "ConnectionFailed",
+    "Fenced",
     "Forbidden",
     "Gone",
     "Invalid",
@@ -131,6 +132,15 @@ class ConnectionFailed(ApiError):
 
     def __init__(self, message: str, *, reason: str = "ConnectionFailed") -> None:
         super().__init__(0, reason, message)
+
+
+class Fenced(ApiError):
+    """A write refused before it was sent: this process can no longer be sure it holds the
+    leader Lease (see :mod:`dsctl.kube.fence`). Status 0, reason ``Fenced``; nothing reached
+    the server, so the caller's decision is simply not carried out."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(0, "Fenced", message)
 
 
 _BY_STATUS: dict[int, type[ApiError]] = {

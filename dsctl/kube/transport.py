@@ -32,7 +32,7 @@ import email.utils
 import gc
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,6 +150,10 @@ class Transport:
         self.user_agent = user_agent
         self._request_timeout = request_timeout
         self._connect_timeout = connect_timeout
+        self.write_fence: Callable[[str, str], None] | None = None
+        """Called with (verb, resource) right before each write attempt is sent; may raise
+        (see :mod:`dsctl.kube.fence`). Checked after the token bucket, so a write that
+        waited its turn is judged when it would leave, not when it was queued."""
 
     @property
     def host(self) -> str:
@@ -301,6 +305,8 @@ class Transport:
             if token is None and self._credentials is not None:
                 token = await self._credentials.token()
             retry_token = None
+            if self.write_fence is not None and method != "GET":
+                self.write_fence(verb, resource)
             started = time.perf_counter()
             try:
                 response = await self._send(

@@ -34,7 +34,7 @@ _HELP = {
 }
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Add ``rollout`` with one subcommand per verb."""
     rollout = subparsers.add_parser(
         "rollout", help="manage a DaemonSet's rollout (both modes; also 'kubectl dsctl rollout')",

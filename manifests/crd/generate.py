@@ -30,6 +30,10 @@ conversion:
   330 KB of JSON, and client-side ``kubectl apply`` stores the whole object in an
   annotation limited to 256 KiB. ``kubectl explain daemonsets.apps`` keeps the long texts.
 
+Then ``add_validations`` puts on the schema what apps/v1 checks in Go and a schema cannot
+say by shape: ``x-kubernetes-validations`` CEL rules (``RULES``) with apps/v1's messages, and
+the bounds (``BOUNDS``) that keep their estimated cost within kube-apiserver's limits.
+
 Any keyword not listed in ``_KEEP`` or ``_DROP`` raises, so a new schema feature in a later
 Kubernetes release is noticed here rather than rejected by a cluster.
 """

@@ -2,7 +2,7 @@
 
 - ``--chaos-seed N`` runs the selected scenarios with seed ``N`` (the replay line each run
   prints names the scenario with ``-k``);
-- ``--long`` swaps the CI-sized list (21 scenarios, one per theme plus repeats) for the soak
+- ``--long`` swaps the CI-sized list (23 scenarios, one per theme plus repeats) for the soak
   list (200 scenarios over larger clusters and longer fault windows).
 
 Default seeds are fixed per scenario index, so the CI run is the same every time.

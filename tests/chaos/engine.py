@@ -12,7 +12,9 @@ in ``finally``. The phases:
    until the server is back (the admin API goes down with it).
 3. **faults stop**: every fault knob reset, killed replicas replaced; the clock starts.
 4. **convergence**: poll the settled-state recount until it holds, within ``bound`` seconds.
-5. **verdict**: checker violations, late pods, controller deaths and logged errors.
+5. **verdict**: checker violations, late pods, controller deaths and logged errors, and with
+   two replicas the invariant **one writer** over the simulator's request log
+   (:mod:`tests.onewriter`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import aiohttp
 
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
-from dsctl.kube.resources import DAEMONSETS, NODES, PODS
+from dsctl.kube.resources import DAEMONSETS, LEASES, NODES, PODS
 from dsctl_api.pods import controller_ref
 from tests.chaos import actions
 from tests.chaos.checker import ChaosChecker
@@ -40,6 +42,8 @@ from tests.chaos.recount import settle_problems
 from tests.chaos.replicas import Replicas
 from tests.chaos.scenario import Scenario, Step
 from tests.chaos.tokens import TokenRotator
+from tests.integration.requestaudit import read_all_requests
+from tests.onewriter import lease_history, one_writer_violations
 from tests.poll import eventually
 from tests.simproc import SimProcess
 
@@ -50,6 +54,9 @@ CONVERGENCE_BOUND = 30.0
 rollout time (``Scenario.rollout_seconds``: a few seconds for the CI list, up to ~45 s for a
 30-node fleet updated one node at a time with minReadySeconds)."""
 SETUP_BOUND = 45.0
+LEADERSHIP_BOUND = 15.0
+"""Seconds after settling for a running replica to hold and renew the Lease: an expired lease
+(3 s) is taken on the next retry, a restarted replica needs a few seconds to sync its caches."""
 
 
 @dataclass
@@ -151,6 +158,27 @@ class _Run:
     async def _do_latency(self, step: Step) -> None:
         await self._layer(step, latency_ms=step.params["latency_ms"],
                           watch_event_latency_ms=step.params["watch_event_latency_ms"])
+
+    # -- faults on the leader-election Lease (two replicas) ------------------------------
+
+    async def restart_lost(self) -> None:
+        """While the schedule runs: restart replicas that exited after losing the Lease."""
+        while True:
+            await asyncio.sleep(0.5)  # a restart policy's pace, not a wait for a result
+            for note in await self.replicas.restart_lost():
+                self.note(note)
+
+    async def _do_lease_500(self, step: Step) -> None:
+        self.replicas.lease_faults += 1
+        await self._layer(step, errors=step.params["rules"])
+
+    async def _do_lease_429(self, step: Step) -> None:
+        self.replicas.lease_faults += 1
+        await self._layer(step, errors=step.params["rules"])
+
+    async def _do_lease_latency(self, step: Step) -> None:
+        self.replicas.lease_faults += 1
+        await self._layer(step, resource_latency_ms={"leases": step.params["latency_ms"]})
 
     async def _do_compaction(self, step: Step) -> None:
         async with self.admin:
@@ -334,7 +362,12 @@ async def run_scenario(scenario: Scenario, *, bound: float | None = None,
                     await checker.observe(name)
                 run.note("faults start")
                 t0 = time.monotonic()
-                await asyncio.gather(*(run.step(s, t0) for s in scenario.steps))
+                restarter = asyncio.create_task(run.restart_lost(), name="chaos-restart-lost")
+                try:
+                    await asyncio.gather(*(run.step(s, t0) for s in scenario.steps))
+                finally:
+                    restarter.cancel()
+                    await asyncio.gather(restarter, return_exceptions=True)
                 async with run.admin:
                     await run.knobs.clear()
                 await replicas.ensure_running()
@@ -358,6 +391,16 @@ async def run_scenario(scenario: Scenario, *, bound: float | None = None,
                     await checker.unobserve(name)
                 result.violations += checker.problems()
                 result.violations += replicas.problems()
+                if scenario.replicas > 1:
+                    try:
+                        await _leadership_recovered(client, replicas)
+                    except AssertionError as exc:
+                        result.violations.append(f"leadership: {exc}")
+                    records, _ = await read_all_requests(sim)
+                    result.violations += one_writer_violations(records)
+                    handovers = lease_history(records)
+                    run.note(f"lease holders: {len(handovers)} ({len(handovers) - 1} handovers), "
+                             f"leadership lost under Lease faults: {replicas.lost_leases()}")
                 if result.violations:
                     result.log_file = _keep_logs(scenario, replicas, result)
         finally:
@@ -365,6 +408,20 @@ async def run_scenario(scenario: Scenario, *, bound: float | None = None,
             tokens.close()
     result.duration_seconds = round(time.monotonic() - began, 2)
     return result
+
+
+async def _leadership_recovered(client: KubeClient, replicas: Replicas) -> None:
+    """After the faults: a running replica holds the Lease and renews it (its elector survived)."""
+    first = (await client.get(LEASES, "dsctl", namespace="default"))["spec"]
+
+    async def renewing() -> str | None:
+        spec = (await client.get(LEASES, "dsctl", namespace="default"))["spec"]
+        holder = str(spec.get("holderIdentity") or "")
+        fresh = spec.get("renewTime") != first.get("renewTime")
+        return holder if fresh and holder in replicas.running_identities() else None
+
+    await eventually(renewing, timeout=LEADERSHIP_BOUND, interval=0.2,
+                     message="a running replica renewing the Lease after the faults")
 
 
 def _keep_logs(scenario: Scenario, replicas: Replicas, result: ScenarioResult) -> str:

@@ -3,7 +3,8 @@
 The simulator has one fault config; a scenario can have a 500 burst, a 409 storm and added
 latency open at once, each ending on its own schedule. Each open fault is a named layer;
 the config sent is the merge of all layers (error rules concatenated, numbers at their
-maximum), re-sent whenever a layer opens or closes.
+maximum, per-key maps such as ``resource_latency_ms`` merged key by key at their maximum),
+re-sent whenever a layer opens or closes.
 """
 
 from __future__ import annotations
@@ -31,6 +32,11 @@ class FaultKnobs:
             for key, value in knobs.items():
                 if key == "errors":
                     config["errors"] = [*config["errors"], *value]
+                elif isinstance(value, dict):
+                    merged = dict(config.get(key) or {})
+                    for name, amount in value.items():
+                        merged[name] = max(merged.get(name, 0), amount)
+                    config[key] = merged
                 else:
                     config[key] = max(config.get(key, 0), value)
         return config

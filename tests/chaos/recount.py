@@ -7,6 +7,8 @@ After the faults stop, every DaemonSet must reach, within the stated bound:
 - no pod on an ineligible node, and no terminating pod left over;
 - a status equal to a recount of those pods (desired, current, misscheduled, ready,
   available, updated, unavailable) and ``observedGeneration`` equal to ``generation``.
+- no ``ReplicaFailure`` condition: one set by a write refused during the faults is cleared
+  by the first sync whose writes all succeed.
 
 Eligibility is recomputed here from ``dsctl_api`` helpers with the automatic daemon tolerations,
 independently of the controller's own code paths (only the low-level matchers are shared).
@@ -134,6 +136,10 @@ def _judge(ds: Obj, nodes: list[Obj], pods: list[Obj], revisions: list[Obj], now
     for key, want in counts.items():
         if int(status.get(key) or 0) != want:
             problems.append(f"status.{key}={status.get(key)} but a recount gives {want}")
+    # A write refused during the faults sets ReplicaFailure; once writes succeed it must go.
+    stale = [c for c in status.get("conditions") or [] if c.get("type") == "ReplicaFailure"]
+    if stale:
+        problems.append(f"ReplicaFailure condition left after convergence: {stale[0].get('reason')}")
     return [f"ds/{name}: {p}" for p in problems]
 
 

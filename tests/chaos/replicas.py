@@ -4,8 +4,11 @@ One replica runs without leader election; two run with a short lease (3 s), so a
 leader is replaced by the standby within a few seconds. Every process ever started is kept,
 killed ones included, so that at the end each one's whole log can be checked:
 
-- no process died unless the schedule killed it;
-- no log line at level error or carrying an exception (``sync_crashed`` among them).
+- no process died unless the schedule killed it, or, after the schedule faulted the Lease, it
+  lost its leadership and exited 1 saying so (``leader_lost``): the designed response, which a
+  Deployment answers with a restart;
+- no log line at level error or carrying an exception (``sync_crashed`` among them), except
+  the two lines of such a designed exit.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ LEADER_ARGS = [
     "--leader-elect-renew-deadline", "2", "--leader-elect-retry-period", "0.5",
 ]
 _MAX_LOGGED = 8
+_LOST_LEASE_LINES = frozenset({"leader_lost", "shutting_down_after_lost_leadership"})
 
 
 @dataclass
@@ -34,6 +38,9 @@ class Replicas:
     processes: list[ControllerProcess] = field(default_factory=list)
     killed: set[int] = field(default_factory=set)
     kills: int = 0
+    lease_faults: int = 0
+    """Lease fault steps the schedule ran; with none, losing the Lease is itself a failure."""
+    replaced: set[int] = field(default_factory=set)
 
     @property
     def _argv(self) -> list[str]:
@@ -87,14 +94,45 @@ class Replicas:
         for _ in range(max(0, missing)):
             await self._spawn()
 
+    async def restart_lost(self) -> list[str]:
+        """Start a replacement for each replica that exited after losing the Lease, as a
+        Deployment would; returns a note per restart."""
+        notes = []
+        for proc in list(self.processes):
+            if id(proc) not in self.replaced and self._lost_lease(proc):
+                self.replaced.add(id(proc))
+                await self._spawn()
+                notes.append(f"restarted a replica that lost the Lease (pid {proc.proc.pid if proc.proc else '?'})")
+        return notes
+
+    def running_identities(self) -> set[str]:
+        """Leader-election identities of the replicas running now."""
+        found = set()
+        for proc in self.processes:
+            if proc.proc is None or proc.proc.returncode is not None:
+                continue
+            found |= {str(e["identity"]) for e in proc.logs if e.get("event") == "leader_election_started"}
+        return found
+
+    def _lost_lease(self, proc: ControllerProcess) -> bool:
+        """Whether ``proc`` exited 1 after losing a Lease the schedule faulted."""
+        code = proc.proc.returncode if proc.proc is not None else None
+        return bool(self.lease_faults) and code == 1 and any(e.get("event") == "leader_lost" for e in proc.logs)
+
+    def lost_leases(self) -> int:
+        """Replicas that exited after losing the Lease under Lease faults."""
+        return sum(1 for p in self.processes if self._lost_lease(p))
+
     def problems(self) -> list[str]:
         """Unexpected deaths and logged errors, over every process this scenario started."""
         found: list[str] = []
         for index, proc in enumerate(self.processes):
             code = proc.proc.returncode if proc.proc is not None else None
-            if id(proc) not in self.killed and code is not None:
+            expected = self._lost_lease(proc)
+            if id(proc) not in self.killed and code is not None and not expected:
                 found.append(f"replica #{index} exited with {code} without being killed: {proc.raw[-5:]}")
-            for entry in proc.errors()[:_MAX_LOGGED]:
+            errors = [e for e in proc.errors() if not (expected and e.get("event") in _LOST_LEASE_LINES)]
+            for entry in errors[:_MAX_LOGGED]:
                 found.append(f"replica #{index} logged: {entry}")
         return found
 

@@ -20,7 +20,9 @@ from typing import Any
 __all__ = [
     "CI_THEMES",
     "FAULT_KINDS",
+    "LEASE_KINDS",
     "THEMES",
+    "TWO_REPLICA_KINDS",
     "DaemonSetSpec",
     "Scenario",
     "Step",
@@ -32,19 +34,25 @@ _FIRST_THEMES = (
     "node-join", "node-delete", "taint-flap", "label-flap", "notready-flap", "template-churn", "rollback",
     "strategy-switch", "recreate", "token-rotation", "mixed",
 )
-THEMES = (*_FIRST_THEMES, "apiserver-restart")
+THEMES = (*_FIRST_THEMES, "apiserver-restart", "lease-faults")
 """Every theme; ``mixed`` draws several faults of any kind."""
 
-CI_THEMES = (*_FIRST_THEMES, "kill", "mixed", "apiserver-restart")
-"""The CI-sized run: every theme once, plus a second kill and a second mix (22 scenarios). Themes
+CI_THEMES = (*_FIRST_THEMES, "kill", "mixed", "apiserver-restart", "lease-faults")
+"""The CI-sized run: every theme once, plus a second kill and a second mix (23 scenarios). Themes
 added later go last, so the earlier scenarios keep their index and seed."""
 
 FAULT_KINDS = (
     "drop_watches", "watch_drop_interval", "errors_500", "errors_429", "conflicts_409", "latency", "compaction",
     "kill", "failover", "node_join", "node_delete", "taint_flap", "label_flap", "notready_flap",
     "template_change", "rollback", "strategy_switch", "recreate", "token_rotation", "apiserver_restart",
+    "lease_500", "lease_429", "lease_latency",
 )
 """Step kinds that count as injected faults (``rollout`` steps start the rollouts, not counted)."""
+
+LEASE_KINDS = ("lease_500", "lease_429", "lease_latency")
+"""Faults on the leader-election Lease alone. They need two replicas from the start, and a
+leader may rightly lose its Lease under them (it exits 1, as it would in a Deployment)."""
+TWO_REPLICA_KINDS = ("failover", *LEASE_KINDS)
 
 _THEME_KINDS: dict[str, tuple[str, ...]] = {
     "watch-drop": ("drop_watches", "watch_drop_interval"),
@@ -66,12 +74,15 @@ _THEME_KINDS: dict[str, tuple[str, ...]] = {
     "recreate": ("recreate",),
     "token-rotation": ("token_rotation",),
     "apiserver-restart": ("apiserver_restart",),
+    "lease-faults": LEASE_KINDS,
 }
-# Extras mixed into any scenario: everything but failover, which needs two replicas from the start.
+# Extras mixed into any scenario: everything but the kinds that need two replicas from the start.
 # The CI list draws from the kinds it had before the apiserver restart, so its scenarios stay as
-# they were; the soak draws from all of them.
-_EXTRA_KINDS = tuple(k for k in FAULT_KINDS if k not in ("failover", "apiserver_restart"))
+# they were; the soak draws from all of them but the Lease faults (which need two replicas).
+_EXTRA_KINDS = tuple(k for k in FAULT_KINDS if k not in ("apiserver_restart", *TWO_REPLICA_KINDS))
 _LONG_EXTRA_KINDS = (*_EXTRA_KINDS, "apiserver_restart")
+LEASE_DURATION = 3.0
+"""The chaos replicas' lease duration (``tests.chaos.replicas.LEADER_ARGS``)."""
 # Writes the controller makes; error rules target these (never leases: a leader that cannot renew
 # is meant to step down and exit, which is not what these scenarios test).
 _WRITE_TARGETS = (("create", "pods"), ("delete", "pods"), ("patch", "pods"), ("update", "daemonsets/status"),
@@ -209,6 +220,13 @@ class _Builder:
         self.joined = 0
         self.steps: list[Step] = []
         self.recreated: set[str] = set()
+        self.lease_free_at = 0.0
+        """Lease faults run one after the other: a latency window would hide a 500 storm under it."""
+
+    def lease_step(self, kind: str, duration: float, **params: Any) -> None:
+        start = round(max(self.at(0.0, 0.3), self.lease_free_at), 2)
+        self.lease_free_at = start + duration + 0.5
+        self.steps.append(Step(start, kind, params={**params, "duration": duration}))
 
     def at(self, low: float = 0.1, high: float = 0.85) -> float:
         return round(self.rng.uniform(low, high) * self.window, 2)
@@ -287,6 +305,18 @@ class _Builder:
         elif kind == "apiserver_restart":
             # Connections refused for 1-3 s, early enough that the rollout is still under way.
             steps.append(Step(self.at(0.05, 0.5), kind, params={"seconds": round(rng.uniform(1.0, 3.0), 1)}))
+        elif kind == "lease_500":
+            rules = [{"verb": "*", "resource": "leases", "code": 500, "rate": rng.choice([0.5, 1.0])}]
+            self.lease_step(kind, round(rng.uniform(0.8, 2.5), 2), rules=rules)
+        elif kind == "lease_429":
+            # Retry-After far beyond the lease: a client that waited it out would lose the Lease.
+            rules = [{"verb": "*", "resource": "leases", "code": 429, "rate": rng.choice([0.5, 1.0]),
+                      "retry_after": rng.choice([30, 60])}]
+            self.lease_step(kind, round(rng.uniform(0.8, 2.5), 2), rules=rules)
+        elif kind == "lease_latency":
+            # Every Lease request answered later than the lease lasts: the leader must step down.
+            latency = round(rng.uniform(1.1, 1.5) * LEASE_DURATION * 1000)
+            self.lease_step(kind, round(rng.uniform(1.0, 1.4) * LEASE_DURATION, 2), latency_ms=latency)
         elif kind == "recreate":
             if ds not in self.recreated:
                 self.recreated.add(ds)
@@ -327,13 +357,13 @@ def generate(seed: int, *, theme: str, index: int = 0, long: bool = False) -> Sc
         kinds = [*_THEME_KINDS[theme], *rng.sample(pool, extras)]
     for kind in kinds:
         builder.add(kind)
-    if any(s.kind == "failover" for s in builder.steps):
+    if any(s.kind in TWO_REPLICA_KINDS for s in builder.steps):
         # A replica killed by a separate ``kill`` step would blur which replica leads; an
         # apiserver outage longer than the chaos lease rightly ends the leader (exit 1).
         builder.steps = [s for s in builder.steps if s.kind not in ("kill", "apiserver_restart")]
     rollouts = [Step(0.0, "rollout", target=d.name) for d in specs]
     steps = tuple(sorted([*rollouts, *builder.steps], key=lambda s: s.at))
-    replicas = 2 if any(s.kind == "failover" for s in steps) else 1
+    replicas = 2 if any(s.kind in TWO_REPLICA_KINDS for s in steps) else 1
     return Scenario(
         id=f"s{index:03d}-{theme}", seed=seed, theme=theme, nodes=nodes,
         pod_startup=rng.choice([0.1, 0.2, 0.3]), replicas=replicas, window=window,

@@ -1,5 +1,10 @@
 """Hostile DaemonSets end to end, in CRD mode, where the API's looser schema lets them in.
 
+The CRD installed is the one from before it carried ``x-kubernetes-validations`` (an older
+install, or a cluster too old for CEL rules): today's CRD refuses the selector and container
+cases at the API (``tests/manifests/test_crd_validation_on_sim.py``), and the controller must
+still hold its ground where it does not.
+
 One simulated cluster and one controller (``--resource dsctl.io/v1``) serve the whole module.
 The hostile objects go in first, then a healthy DaemonSet beside them. Each hostile object must
 get a Warning ``InvalidSpec`` event and an ``Invalid`` status condition naming the field, and no
@@ -13,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,12 +29,12 @@ from dsctl.kube.resources import EVENTS, crd_daemonsets
 from tests.builders import daemonset
 from tests.chaos.recount import settle_problems
 from tests.controllerproc import ControllerProcess
+from tests.crdfiles import write_crd_without_rules
 from tests.poll import eventually
 from tests.simproc import SimProcess
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-CRD_FILE = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "daemonsets.dsctl.io.yaml"
 RESOURCE = crd_daemonsets()
 NODES = 3
 MIB = 1024 * 1024
@@ -87,10 +91,11 @@ class CrdCluster:
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def crd() -> AsyncIterator[CrdCluster]:
+async def crd(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[CrdCluster]:
     """Sim with the CRD, hostile and big DaemonSets created before the controller starts, then a healthy one."""
+    loose = write_crd_without_rules(tmp_path_factory.mktemp("crd"))
     async with SimProcess(nodes=NODES, args=["--pod-startup-seconds", "0.1"]) as sim:
-        await sim.kubectl("apply", "-f", str(CRD_FILE))
+        await sim.kubectl("apply", "-f", str(loose))
         client = await KubeClient.from_config(kubeconfig=sim.kubeconfig, qps=500, burst=1000)
         try:
             await eventually(lambda: _served(client), timeout=20, message="CRD served")

@@ -85,6 +85,8 @@ def _other_value(f: dataclasses.Field[Any]) -> tuple[str, Any]:
     if choices:
         pick = next(c for c in choices if c != default)
         return pick, pick
+    if f.name.endswith("_bind_address"):  # validated as host:port
+        return "127.0.0.1:9", "127.0.0.1:9"
     return f"from-env-{f.name}", f"from-env-{f.name}"
 
 

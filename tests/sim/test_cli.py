@@ -52,7 +52,8 @@ async def test_fault_flag_applies() -> None:
     args = ["--fault-error-rate", "create:pods:500:1", "--latency-ms", "5", "--seed", "1"]
     async with SimProcess(nodes=1, args=args) as sim:
         faults = await sim.faults()
-        assert faults["errors"] == [{"verb": "create", "resource": "pods", "code": 500, "rate": 1.0}]
+        assert faults["errors"] == [{"verb": "create", "resource": "pods", "code": 500, "rate": 1.0,
+                                     "retry_after": None}]
         assert faults["latency_ms"] == 5
         status, body = await sim.request("POST", "/api/v1/namespaces/default/pods",
                                          json={"metadata": {"name": "p"}, "spec": {"containers": [
@@ -82,4 +83,11 @@ async def test_token_flag_requires_that_bearer_token() -> None:
         status, _ = await sim.request("GET", "/api/v1/nodes", headers={"Authorization": "Bearer s3cret"})
         assert status == 200
         assert (await sim.request("GET", "/healthz"))[0] == 200
+        # The admin API can inject faults: it needs the token too.
+        status, _ = await sim.request("GET", "/sim/stats")
+        assert status == 401
+        status, _ = await sim.request("PATCH", "/sim/faults", json={"latency_ms": 1},
+                                      headers={"Authorization": "Bearer wrong"})
+        assert status == 401
+        assert (await sim.stats())["resourceVersion"]
         assert _read_yaml(sim.kubeconfig)["users"][0]["user"]["token"] == "s3cret"

@@ -124,6 +124,39 @@ async def test_compact_expires_open_watches(api: Api) -> None:
     assert events[-1]["type"] == "ERROR" and events[-1]["object"]["code"] == 410
 
 
+async def test_too_large_rv_watches_answers_504_once(api: Api) -> None:
+    """too_large_rv_watches answers the next watch from a resourceVersion as kube-apiserver's
+    NewTooLargeResourceVersionError does (in-stream 504 Timeout, typed cause), then counts down."""
+    rv = (await api.ok("GET", PODS))["metadata"]["resourceVersion"]
+    await api.ok("PATCH", "/sim/faults", {"too_large_rv_watches": 1})
+    status, events = await read_watch(api.http, f"{api.url}{PODS}?watch=1&resourceVersion={rv}")
+    assert status == 200 and [e["type"] for e in events] == ["ERROR"]
+    error = events[0]["object"]
+    assert (error["code"], error["reason"]) == (504, "Timeout")
+    assert error["message"].startswith("Timeout: Too large resource version: ")
+    cause = {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+    assert error["details"]["causes"] == [cause]
+    assert (await api.ok("GET", "/sim/faults"))["too_large_rv_watches"] == 0
+    status, events = await read_watch(api.http, f"{api.url}{PODS}?watch=1&resourceVersion={rv}&timeoutSeconds=1")
+    assert status == 200 and events == []
+
+
+async def test_compact_before_continue_expires_the_token(api: Api) -> None:
+    """compact_before_continue refuses the next continue with 410 Expired (its list outlived a
+    compaction); a new list from page one then works."""
+    for name in ("a", "b", "c"):
+        await api.ok("POST", PODS, pod(name))
+    first = await api.ok("GET", f"{PODS}?limit=1")
+    token = first["metadata"]["continue"]
+    await api.ok("PATCH", "/sim/faults", {"compact_before_continue": 1})
+    status, body = await api.call("GET", f"{PODS}?limit=1&continue={token}")
+    assert (status, body["reason"]) == (410, "Expired")
+    assert "continue parameter is too old" in body["message"]
+    assert (await api.ok("GET", "/sim/faults"))["compact_before_continue"] == 0
+    again = await api.ok("GET", f"{PODS}?limit=1")
+    assert (await api.ok("GET", f"{PODS}?limit=5&continue={again['metadata']['continue']}"))["items"]
+
+
 async def test_faults_round_trip_and_validation(api: Api) -> None:
     """GET returns what PUT set; PATCH changes one knob; bad configs are 400."""
     await api.ok("PUT", "/sim/faults", {"latency_ms": 1, "watch_drop_seconds": 30})
@@ -166,3 +199,25 @@ async def test_metrics_count_requests_and_objects(api: Api) -> None:
     assert 'sim_apiserver_request_total{code="404",resource="pods",verb="get"} 1.0' in text
     assert 'sim_apiserver_storage_objects{resource="pods"} 1.0' in text
     assert 'sim_apiserver_storage_objects{resource="nodes"} 3.0' in text
+
+
+async def test_resource_latency_delays_only_that_resource(api: Api) -> None:
+    """resource_latency_ms delays requests on the named resource (by plural or group/plural) only."""
+    await api.ok("PUT", "/sim/faults", {"resource_latency_ms": {"coordination.k8s.io/leases": 400}})
+    start = time.monotonic()
+    await api.ok("GET", PODS)
+    fast = time.monotonic() - start
+    start = time.monotonic()
+    await api.call("GET", "/apis/coordination.k8s.io/v1/namespaces/default/leases/x")
+    assert time.monotonic() - start >= 0.4 > fast
+
+
+async def test_a_rule_retry_after_overrides_the_global_one(api: Api) -> None:
+    """A 429 rule with its own retry_after answers with that Retry-After; other 429s keep the global one."""
+    await api.ok("PUT", "/sim/faults", {"retry_after_seconds": 1, "errors": [
+        {"verb": "*", "resource": "leases", "code": 429, "rate": 1, "retry_after": 60},
+        {"verb": "list", "resource": "pods", "code": 429, "rate": 1}]})
+    async with api.http.get(api.url + "/apis/coordination.k8s.io/v1/namespaces/default/leases/x") as resp:
+        assert (resp.status, resp.headers.get("Retry-After")) == (429, "60")
+    async with api.http.get(api.url + PODS) as resp:
+        assert (resp.status, resp.headers.get("Retry-After")) == (429, "1")

@@ -97,6 +97,17 @@ def test_unchanged_values_are_ratcheted_on_update() -> None:
     assert [c["field"] for c in validator.validate(stored, None)] == ["spec.size"]
 
 
+def test_items_of_an_unchanged_list_are_ratcheted_with_it() -> None:
+    """Rule errors in an atomic list's items are dropped while the list is unchanged, and reported once it changes."""
+    validator = CustomSchema(schema({"type": "object", "properties": {"items": {"type": "array", "items": {
+        "type": "object", "properties": {"n": {"type": "integer"}},
+        "x-kubernetes-validations": [{"rule": "self.n < 5", "message": "n too big"}]}}}}))
+    stored = {"spec": {"items": [{"n": 9}]}, "status": {}}
+    assert validator.validate({**stored, "status": {"x": 1}}, stored) == []
+    changed = {"spec": {"items": [{"n": 9}, {"n": 1}]}, "status": {}}
+    assert [c["field"] for c in validator.validate(changed, stored)] == ["spec.items[0]"]
+
+
 def test_transition_rules_see_the_stored_value() -> None:
     """A rule reading oldSelf runs on update only, against the stored value."""
     validator = CustomSchema(schema({"type": "object", "properties": {"size": {"type": "integer"}},
@@ -107,6 +118,29 @@ def test_transition_rules_see_the_stored_value() -> None:
     assert validator.validate({"spec": {"size": 4}}, first) == []
     assert [c["message"] for c in validator.validate({"spec": {"size": 2}}, first)] == [
         'Invalid value: "object": size may not shrink']
+
+
+def test_optional_old_self_runs_on_create_too() -> None:
+    """With optionalOldSelf, a transition rule also runs on create, with oldSelf empty."""
+    rule = "!oldSelf.hasValue() ? self.size == 1 : self.size >= oldSelf.value().size"
+    validator = CustomSchema(schema({"type": "object", "properties": {"size": {"type": "integer"}},
+                                     "x-kubernetes-validations": [
+                                         {"rule": rule, "optionalOldSelf": True, "message": "never shrink"}]}))
+    assert validator.validate({"spec": {"size": 1}}, None) == []
+    assert len(validator.validate({"spec": {"size": 2}}, None)) == 1
+    assert validator.validate({"spec": {"size": 3}}, {"spec": {"size": 2}}) == []
+    assert len(validator.validate({"spec": {"size": 1}}, {"spec": {"size": 2}})) == 1
+
+
+def test_root_rules_see_the_name() -> None:
+    """A rule at the root reads metadata.name, as apiextensions exposes it; other metadata stays hidden."""
+    validator = CustomSchema({"type": "object", "properties": {"metadata": {"type": "object"}},
+                              "x-kubernetes-validations": [
+                                  {"rule": "self.metadata.name.startsWith('w-')", "message": "name must start with w-"},
+                                  {"rule": "!has(self.metadata.labels)", "message": "labels are hidden"}]})
+    assert validator.validate({"metadata": {"name": "w-1", "labels": {"a": "b"}}}, None) == []
+    assert [c["message"] for c in validator.validate({"metadata": {"name": "x"}}, None)] == [
+        'Invalid value: "object": name must start with w-']
 
 
 def test_message_expression_wins_over_message() -> None:

@@ -162,11 +162,12 @@ def evaluate_rules(
     for rule in rules:
         variables: dict[str, Any] = {"self": value}
         if rule.uses_old_self:
-            if old is None and not rule.optional_old_self:
+            if rule.optional_old_self:
+                variables["oldSelf"] = cel.OptionalValue.none() if old is None else cel.OptionalValue.of(old)
+            elif old is None:
                 continue  # transition rules run only against a stored value
-            variables["oldSelf"] = cel.OptionalValue.of(old) if rule.optional_old_self and old is not None else (
-                cel.OptionalValue.none() if rule.optional_old_self else old
-            )
+            else:
+                variables["oldSelf"] = old
         try:
             result = rule.program.execute(dict(variables))
         except Exception as err:

@@ -14,7 +14,8 @@ the CRD is served, and validates objects against it. Messages are apiextensions'
   64 items``.
 
 Paths use ``field.Path``'s form: ``.name`` for properties, ``[3]`` for list items, ``[key]``
-for map values. ``metadata`` at the root is left to the ObjectMeta rules every kind gets.
+for map values. ``metadata`` at the root is left to the ObjectMeta rules every kind gets; root rules see its
+``name`` and ``generateName``.
 On update, an error at a value that did not change is dropped (ratcheting, see ``cel``).
 Null values count as absent (the apiserver prunes them from non-nullable fields).
 """
@@ -119,12 +120,21 @@ class CustomSchema:
         """The causes for which kube-apiserver would refuse ``obj`` (``old`` on update)."""
         causes = Causes()
         root = self._root
-        body = {k: v for k, v in obj.items() if k != "metadata"}
-        old_body = None if old is None else {k: v for k, v in old.items() if k != "metadata"}
+        body, old_body = _rule_view(obj), None if old is None else _rule_view(old)
         # Schema errors first, then the rules' errors, as apiextensions reports them.
         _walk(causes, root, body, old_body, path="", parent_ratchet=lambda: False, rules=False)
         _walk(causes, root, body, old_body, path="", parent_ratchet=lambda: False, rules=True)
         return list(causes)
+
+
+def _rule_view(obj: Mapping[str, Any]) -> dict[str, Any]:
+    # Rules at the root see metadata.name and generateName only, as apiextensions exposes them;
+    # the rest of ObjectMeta is validated by the rules every kind gets.
+    out = {k: v for k, v in obj.items() if k != "metadata"}
+    meta = obj.get("metadata")
+    if isinstance(meta, Mapping):
+        out["metadata"] = {k: meta[k] for k in ("name", "generateName") if isinstance(meta.get(k), str)}
+    return out
 
 
 def _walk(causes: Causes, node: _Node, value: Any, old: Any, *, path: str, parent_ratchet: Ratchet,
@@ -136,8 +146,9 @@ def _walk(causes: Causes, node: _Node, value: Any, old: Any, *, path: str, paren
     before = len(causes)
     if rules:
         if node.rules:
+            # An item of an unchanged list that cannot be correlated ratchets with its list.
             evaluate_rules(causes, node.rules, path=path, type_name=node.type, value=value, old=old,
-                           ratchet=old is not None and ratchet())
+                           ratchet=ratchet())
     elif not _check_value(causes, node, value, path):
         if ratchet():
             del causes[before:]

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from dsctl.daemonset.conditions import INVALID, set_condition, without_condition
+from dsctl.daemonset.conditions import INVALID, REQUIRED_COUNTERS, set_condition, without_condition
 from dsctl.daemonset.validation import MAX_TOLERATIONS, validate_daemonset
 
 GOOD: dict[str, Any] = {
@@ -81,4 +81,13 @@ def test_condition_keeps_transition_time_while_true() -> None:
     second = set_condition(first, INVALID, reason="InvalidSpec", message="b", now=100)
     assert second["conditions"][0]["lastTransitionTime"] == "1970-01-01T00:00:00Z"
     assert second["conditions"][0]["message"] == "b"
-    assert without_condition(second, INVALID) == {"numberReady": 1}
+    assert without_condition(second, INVALID) == {"numberReady": 1, "currentNumberScheduled": 0,
+                                                  "numberMisscheduled": 0, "desiredNumberScheduled": 0}
+
+
+def test_condition_status_carries_the_required_counters() -> None:
+    """A status written only for a condition still has the counters the CRD schema requires (422 otherwise)."""
+    status = set_condition(None, INVALID, reason="InvalidSpec", message="a", now=0)
+    assert {k: status[k] for k in REQUIRED_COUNTERS} == dict.fromkeys(REQUIRED_COUNTERS, 0)
+    kept = set_condition({"numberReady": 3}, INVALID, reason="InvalidSpec", message="a", now=0)
+    assert kept["numberReady"] == 3

@@ -31,6 +31,7 @@ class Call:
     resource_version: str | None = None
     continue_: str | None = None
     send_initial_events: bool = False
+    limit: int | None = None
 
 
 @dataclass
@@ -99,7 +100,7 @@ class FakeSource:
         limit: int | None = None,
         continue_: str | None = None,
     ) -> dict[str, Any]:
-        self.calls.append(Call("list", continue_=continue_))
+        self.calls.append(Call("list", continue_=continue_, limit=limit))
         if self.list_errors and (error := self.list_errors.popleft()) is not None:
             raise error
         items = sorted(self.objects.values(), key=object_key)

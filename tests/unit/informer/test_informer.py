@@ -235,17 +235,90 @@ async def test_silent_watch_is_renewed(registry: CollectorRegistry) -> None:
     assert (inactive or 0) >= 2
 
 
-async def test_expired_continue_token_falls_back_to_full_list(registry: CollectorRegistry) -> None:
-    """Gone on a later page restarts as one unpaginated list instead of looping."""
+async def test_expired_continue_token_restarts_paginated_relist(registry: CollectorRegistry) -> None:
+    """A relist whose continue token expires starts again page by page (never unpaginated),
+    keeps the store exact and delivers the deletions missed while the watch was down."""
+    source = FakeSource()
+    for i in range(7):
+        await source.put(pod(f"p{i}"))
+    informer = make(source, registry)
+    rec = Recorder(informer)
+    async with informer:
+        assert await informer.wait_for_sync(timeout=5)
+        kept = informer.store.get("d/p0")
+        await source.remove("d/p5")
+        await source.remove("d/p2")
+        await source.put(pod("p3", node="n7"))
+        await source.put(pod("p9"))
+        # Compaction: the watch gets Gone; the relist's second page then finds its token expired.
+        source.compact()
+        source.list_errors.extend([None, Gone(410, "Expired", "continue token expired")])
+        await source.drop_watches()
+        await eventually(lambda: informer.reflector.relists == 2)
+        await eventually(lambda: len(rec.log) == 11)
+    lists = [c for c in source.calls if c.verb == "list"]
+    assert all(c.limit == 2 for c in lists)
+    assert [c.continue_ for c in lists[4:]] == [None, "2", None, "2", "4"]
+    assert sorted(rec.log[7:]) == [("add", "d/p9"), ("delete", "d/p2"), ("delete", "d/p5"),
+                                   ("update", "d/p3")]
+    assert all(rec.store_at_call)
+    assert sorted(informer.store.keys()) == ["d/p0", "d/p1", "d/p3", "d/p4", "d/p6", "d/p9"]
+    assert informer.store.get("d/p0") is kept
+    assert [o["metadata"]["name"] for o in informer.store.by_index(BY_NODE_NAME, "n7")] == ["p3"]
+    assert registry.get_sample_value(
+        "informer_watch_errors_total", {"resource": "pods", "reason": "ContinueExpired"}) == 1
+
+
+async def test_continue_expiring_every_time_backs_off(registry: CollectorRegistry) -> None:
+    """A list whose continue tokens keep expiring restarts a bounded number of times, then
+    backs off as after Gone, and syncs once the tokens last."""
     source = FakeSource()
     for i in range(5):
         await source.put(pod(f"p{i}"))
-    source.list_errors.extend([None, Gone(410, "Expired", "continue token expired")])
+    expired = Gone(410, "Expired", "continue token expired")
+    source.list_errors.extend([None, expired] * 9)
+    informer = make(source, registry)
+    async with informer:
+        assert await informer.wait_for_sync(timeout=10)
+        assert informer.reflector.backoff.failures >= 1
+    lists = [c for c in source.calls if c.verb == "list"]
+    assert all(c.limit == 2 for c in lists)
+    assert len(informer.store) == 5
+    assert registry.get_sample_value(
+        "informer_watch_errors_total", {"resource": "pods", "reason": "Gone"}) == 2
+
+
+TOO_LARGE_CAUSE = {"causes": [{"reason": "ResourceVersionTooLarge",
+                               "message": "Too large resource version"}], "retryAfterSeconds": 1}
+
+
+@pytest.mark.parametrize(("error", "relists"), [
+    pytest.param(ServerError(504, "Timeout", "Timeout: Too large resource version: 200, current: 150",
+                             details=TOO_LARGE_CAUSE), True, id="504-with-cause"),
+    pytest.param(ServerError(504, "Timeout", "Timeout: Too large resource version: 200, current: 150"),
+                 True, id="504-message-only-old-server"),
+    pytest.param(ServerError(504, "Timeout", "Timeout: request did not complete within 60s"),
+                 False, id="504-other-timeout"),
+])
+async def test_too_large_resource_version_relists(
+    registry: CollectorRegistry, error: ServerError, relists: bool
+) -> None:
+    """A watch refused with 504 "Too large resource version" relists instead of re-watching
+    at the same resourceVersion; any other 504 is retried like a server error."""
+    source = FakeSource()
+    await source.put(pod("a"))
     informer = make(source, registry)
     async with informer:
         assert await informer.wait_for_sync(timeout=5)
-    assert len(informer.store) == 5
-    assert [c.continue_ for c in source.calls if c.verb == "list"] == [None, "2", None]
+        source.watch_errors.append(error)
+        await source.drop_watches()
+        await eventually(lambda: len([c for c in source.calls if c.verb == "watch"]) >= 3)
+        await source.put(pod("b"))
+        await eventually(lambda: "d/b" in informer.store)
+    assert (informer.reflector.relists == 2) is relists
+    reason = "ResourceVersionTooLarge" if relists else "Timeout"
+    assert registry.get_sample_value(
+        "informer_watch_errors_total", {"resource": "pods", "reason": reason}) == 1
 
 
 async def test_repeated_gone_backs_off(registry: CollectorRegistry) -> None:

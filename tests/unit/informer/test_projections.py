@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
+
+import pytest
 
 from dsctl.informer.projections import make_pod_projection, project_node, project_pod
 from dsctl_api.pods import controller_ref, is_pod_ready
@@ -116,3 +119,35 @@ def test_label_strings_are_interned() -> None:
     a = project_pod({"metadata": {"name": "a", "labels": {"k": "".join(["v", "1"])}}})
     b = project_pod({"metadata": {"name": "b", "labels": {"k": "".join(["v", "1"])}}})
     assert a["metadata"]["labels"]["k"] is b["metadata"]["labels"]["k"]
+
+
+
+def _affinity(*terms: dict[str, Any]) -> dict[str, Any]:
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": list(terms)}}}
+
+
+TARGET = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}
+
+
+@pytest.mark.parametrize("affinity", [
+    pytest.param(_affinity(TARGET), id="daemon-target-node"),
+    pytest.param(_affinity({"matchFields": [{"key": "metadata.name", "operator": "In",
+                                             "values": ["n1", "n2"]}]}), id="two-nodes"),
+    pytest.param(_affinity({"matchFields": [{"key": "metadata.name", "operator": "NotIn",
+                                             "values": ["n1"]}]}), id="not-in"),
+    pytest.param(_affinity(TARGET, {"matchExpressions": [{"key": "zone", "operator": "Exists"}]}),
+                 id="two-terms"),
+])
+def test_required_affinity_kept_exactly_and_shared(affinity: dict[str, Any]) -> None:
+    """Any required node affinity is kept as is; equal ones are one shared object, and a
+    different one never takes another's place."""
+    def pod(aff: dict[str, Any]) -> dict[str, Any]:
+        return {"metadata": {"name": "p"}, "spec": {"affinity": copy.deepcopy(aff)}}
+
+    first, second = project_pod(pod(affinity)), project_pod(pod(affinity))
+    assert first["spec"]["affinity"] == affinity
+    assert first["spec"]["affinity"] is second["spec"]["affinity"]
+    other = project_pod(pod(_affinity(TARGET) if affinity != _affinity(TARGET)
+                            else _affinity({"matchFields": []})))
+    assert other["spec"]["affinity"] != first["spec"]["affinity"]

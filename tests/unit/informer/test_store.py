@@ -118,3 +118,53 @@ def test_unknown_index_is_a_key_error() -> None:
     """Asking for an index that was not configured fails loudly."""
     with pytest.raises(KeyError, match="no index named"):
         Store().by_index("nope", "x")
+
+
+def test_replacement_applies_page_by_page_and_restarts() -> None:
+    """A paged replacement writes each page at once, skips (and keeps) objects whose RV is
+    unchanged, and after a restart deletes what only the abandoned attempt had seen."""
+    projected: list[str] = []
+
+    def project(obj: dict[str, Any]) -> dict[str, Any]:
+        projected.append(obj["metadata"]["name"])
+        return obj
+
+    store = Store(indexers={BY_NODE_NAME: by_node_name}, transform=project)
+    store.replace([pod("a", node="n1"), pod("b", node="n1"), pod("c", node="n2")], "10")
+    kept = store.get("d/a")
+    projected.clear()
+    replacement = store.begin_replace()
+    first = replacement.apply([pod("a", node="n1"), pod("x", node="n4")], prepare=store.prepare)
+    assert [o["metadata"]["name"] for o in first.added] == ["x"]
+    assert "d/x" in store and store.resource_version == "10"
+    replacement.restart()  # the continue token expired: the list starts again
+    second = replacement.apply([pod("a", node="n1"), pod("b", node="n3", rv="2")],
+                               prepare=store.prepare)
+    assert [n["spec"]["nodeName"] for _, n in second.updated] == ["n3"]
+    deleted = replacement.finish("20")
+    assert sorted(o["metadata"]["name"] for o in deleted) == ["c", "x"]
+    assert sorted(store.keys()) == ["d/a", "d/b"]
+    assert store.get("d/a") is kept
+    assert projected == ["x", "b"]
+    assert store.index_values(BY_NODE_NAME) == ["n1", "n3"]
+    assert store.resource_version == "20"
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "n1", "n2"),
+    [
+        pytest.param({"node": "n1"}, {"node": "n1", "rv": "2"}, ["d/a"], [], id="same-node"),
+        pytest.param({"node": "n1"}, {"node": "n2", "rv": "2"}, [], ["d/a"], id="moved"),
+        pytest.param({}, {"node": "n2", "rv": "2"}, [], ["d/a"], id="bound"),
+    ],
+)
+def test_upsert_reindexes_only_changes(
+    before: dict[str, str], after: dict[str, str], n1: list[str], n2: list[str]
+) -> None:
+    """An update files the object under its new index values and nowhere else."""
+    store = indexed_store()
+    store.upsert(pod("a", **before))
+    store.upsert(pod("a", **after))
+    assert store.index_keys(BY_NODE_NAME, "n1") == n1
+    assert store.index_keys(BY_NODE_NAME, "n2") == n2
+    assert len(store) == 1

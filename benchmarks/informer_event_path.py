@@ -1,0 +1,100 @@
+"""The informer's per-event cost, split into decode and apply, without HTTP.
+
+A pod store as the controller builds it (projection; indexes by node, owner UID and orphan
+namespace) is filled with ``--pods`` pods; then ``--events`` MODIFIED events, encoded as
+kube-apiserver sends them (~4 KB each), are timed in two parts, each the best of ``--reps``:
+
+- decode: ``dsctl.kube.watch.decode_event`` (orjson) on each line;
+- apply: the reflector's per-event step on the decoded events (projection, store and index
+  update, handler fan-out to one counting handler, metrics).
+
+The cyclic GC is frozen after set-up, as the controller freezes its caches after the initial
+list. ``benchmarks/informer_sync.py``'s ``watch`` case measures the same path end to end over
+HTTP; this one says where its time goes.
+
+Usage: ``python benchmarks/informer_event_path.py [--pods 150000 --events 20000 --reps 5]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import orjson
+from informer_objects import daemon_pod
+
+
+def measure(*, pods: int, events: int, reps: int, nodes: int) -> dict[str, Any]:
+    from prometheus_client import CollectorRegistry
+
+    from dsctl.controller.controller import orphans_by_namespace
+    from dsctl.informer import BY_NODE_NAME, BY_OWNER_UID, Store, by_node_name, by_owner_uid, make_pod_projection
+    from dsctl.informer.informer import Informer
+    from dsctl.kube import PODS
+    from dsctl.kube.watch import decode_event
+
+    informer = Informer(None, PODS, transform=make_pod_projection(), registry=CollectorRegistry(),  # type: ignore[arg-type]
+                        indexers={BY_NODE_NAME: by_node_name, BY_OWNER_UID: by_owner_uid,
+                                  "orphansByNamespace": orphans_by_namespace})
+    applied = [0]
+
+    def on_update(_old: dict[str, Any], _new: dict[str, Any]) -> None:
+        applied[0] += 1
+
+    informer.add_handler(on_update=on_update)
+    reflector = informer.reflector
+    store: Store = reflector.store
+    for i in range(pods):
+        pod = daemon_pod(i, nodes=nodes)
+        pod["apiVersion"], pod["kind"] = "v1", "Pod"
+        store.upsert(pod)
+    lines = []
+    for i in range(events):
+        pod = daemon_pod(i % pods, nodes=nodes)
+        pod["apiVersion"], pod["kind"] = "v1", "Pod"
+        pod["metadata"]["resourceVersion"] = str(10_000_000 + i)
+        pod["status"]["conditions"][2]["status"] = "False" if i % 2 else "True"
+        lines.append(orjson.dumps({"type": "MODIFIED", "object": pod}))
+    gc.collect()
+    gc.freeze()
+    decode_best = apply_best = float("inf")
+    for _ in range(reps):
+        started = time.process_time()
+        for line in lines:
+            decode_event(line)
+        decode_best = min(decode_best, time.process_time() - started)
+        decoded = [decode_event(line) for line in lines]
+        started = time.process_time()
+        for event in decoded:
+            reflector._apply(event)
+        apply_best = min(apply_best, time.process_time() - started)
+        del decoded
+    assert applied[0] == events * reps
+    decode_us = decode_best / events * 1e6
+    apply_us = apply_best / events * 1e6
+    return {"pods": pods, "events": events, "reps": reps,
+            "decode_us_per_event": round(decode_us, 2), "apply_us_per_event": round(apply_us, 2),
+            "events_per_cpu_second": round(1e6 / (decode_us + apply_us)),
+            "apply_only_events_per_cpu_second": round(1e6 / apply_us)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pods", type=int, default=150000)
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--events", type=int, default=20000)
+    parser.add_argument("--reps", type=int, default=5)
+    args = parser.parse_args()
+    print(json.dumps(measure(pods=args.pods, events=args.events, reps=args.reps, nodes=args.nodes)))
+
+
+if __name__ == "__main__":
+    main()

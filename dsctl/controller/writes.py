@@ -1,0 +1,185 @@
+"""Every API write the controller issues, and what its failure says.
+
+A refused write must never stall a DaemonSet silently (issue 14: a ControllerRevision create
+refused with 422 was retried for ever with nothing but an info line). Every write goes
+through ``WriteSignals.guard`` or ``WriteSignals.report``, and a failure produces, for the
+writes marked so in ``WRITES``:
+
+- a Warning event on the DaemonSet naming the object written, the field and the API's message;
+- a ``ReplicaFailure`` condition with the write's reason, remembered here per DaemonSet and
+  written by the controller with the sync's status (``take``); a later sync whose writes all
+  succeed clears it, as upstream's ReplicaSet controller clears its own;
+- ``dsctl_sync_write_errors_total{verb,resource,reason}``;
+- a ``write_failed`` log line at warning level.
+
+The error then propagates: the sync fails and the work queue requeues it with the key's
+exponential backoff, so a write that cannot succeed costs one attempt per backoff step.
+
+Two writes cannot carry all four signals. A failed status write gets no condition, because the
+condition lives in the status that could not be written. A failed event write is only logged
+and counted: an event about an event would go the same way, and events are advice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import structlog
+
+from dsctl.kube import errors
+
+from .metrics import WriteErrorMetrics
+
+__all__ = [
+    "CREATE_EVENT",
+    "CREATE_POD",
+    "CREATE_REVISION",
+    "DELETE_POD",
+    "DELETE_REVISION",
+    "PATCH_EVENT",
+    "PATCH_POD",
+    "PATCH_REVISION",
+    "UPDATE_REVISION",
+    "UPDATE_STATUS",
+    "WRITES",
+    "Failure",
+    "Write",
+    "WriteSignals",
+    "describe",
+    "event_message",
+    "fields_of",
+]
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One kind of write: its verb and resource (as ``rest_client_requests_total`` labels them),
+    the kind of object written, the event and condition reasons its failure produces (None:
+    that signal cannot be given), and the DaemonSet field the written object comes from,
+    named when the API's answer names no field itself."""
+
+    verb: str
+    resource: str
+    kind: str
+    event_reason: str | None
+    condition_reason: str | None
+    field: str
+    purpose: str
+
+
+CREATE_POD = Write("create", "pods", "Pod", "FailedCreate", "FailedCreate", "spec.template",
+                   "a daemon pod for a node")
+DELETE_POD = Write("delete", "pods", "Pod", "FailedDelete", "FailedDelete", "spec",
+                   "a pod that must go (ineligible node, surplus, rolling update, failed)")
+PATCH_POD = Write("patch", "pods", "Pod", "FailedPatchPod", "FailedPatchPod", "spec.selector",
+                  "adopt, release, or relabel to the kept revision")
+CREATE_REVISION = Write("create", "controllerrevisions", "ControllerRevision", "FailedCreateRevision",
+                        "FailedCreateRevision", "spec.template", "the snapshot of the current template")
+UPDATE_REVISION = Write("update", "controllerrevisions", "ControllerRevision", "FailedUpdateRevision",
+                        "FailedUpdateRevision", "spec.template", "hash label fix, renumbering on rollback")
+PATCH_REVISION = Write("patch", "controllerrevisions", "ControllerRevision", "FailedPatchRevision",
+                       "FailedPatchRevision", "spec.selector", "adopt or release a revision")
+DELETE_REVISION = Write("delete", "controllerrevisions", "ControllerRevision", "FailedDeleteRevision",
+                        "FailedDeleteRevision", "spec.revisionHistoryLimit", "duplicate or beyond the history limit")
+UPDATE_STATUS = Write("update", "daemonsets/status", "DaemonSet", "FailedUpdateStatus", None, "status",
+                      "counters, observedGeneration, conditions, collisionCount")
+CREATE_EVENT = Write("create", "events", "Event", None, None, "", "a new Event")
+PATCH_EVENT = Write("patch", "events", "Event", None, None, "", "the count of a repeated Event")
+
+WRITES: tuple[Write, ...] = (CREATE_POD, DELETE_POD, PATCH_POD, CREATE_REVISION, UPDATE_REVISION, PATCH_REVISION,
+                             DELETE_REVISION, UPDATE_STATUS, CREATE_EVENT, PATCH_EVENT)
+
+
+class Recorder(Protocol):
+    """What ``WriteSignals`` needs of the event recorder."""
+
+    def record(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """The condition a failed write leaves on its DaemonSet until writes succeed again."""
+
+    reason: str
+    message: str
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def describe(exc: errors.ApiError) -> str:
+    """The API's answer in one line: ``reason: message``."""
+    return " ".join(f"{exc.reason or exc.status}: {exc.message}".split())
+
+
+def fields_of(exc: errors.ApiError, default: str) -> str:
+    """The fields the API blamed (422 causes), else ``default``."""
+    named = sorted({str(c["field"]) for c in exc.causes if c.get("field")})
+    return ", ".join(named) or default
+
+
+def event_message(write: Write, *, name: str, namespace: str, exc: errors.ApiError) -> str:
+    """The Warning event's message. Pod creates and deletes keep upstream's wording
+    (``Error creating: ...``), which tooling greps; the API's message names the field."""
+    if write is CREATE_POD:
+        return f"Error creating: {describe(exc)}"
+    if write is DELETE_POD:
+        return f"Error deleting: {describe(exc)}"
+    target = f"{namespace}/{name}" if namespace else name
+    return f"{write.verb} {write.kind} {target} (field {fields_of(exc, write.field)}) failed: {describe(exc)}"
+
+
+@dataclass
+class WriteSignals:
+    """Turns failed writes into events, conditions, metrics and logs; see the module docstring.
+
+    Per DaemonSet key it keeps the first failure since the last ``take``: the controller takes
+    it when it writes the status of that sync. Syncs of one key never run concurrently (the
+    work queue's guarantee), so this needs no lock.
+    """
+
+    recorder: Recorder
+    metrics: WriteErrorMetrics = field(default_factory=lambda: WriteErrorMetrics(None))
+    _failing: dict[str, Failure] = field(default_factory=dict)
+
+    def report(self, ds: Mapping[str, Any], write: Write, exc: errors.ApiError, *, name: str = "",
+               namespace: str | None = None, node: str = "") -> None:
+        """Signal that ``write`` of object ``name`` for DaemonSet ``ds`` failed with ``exc``.
+
+        ``node`` names the node of a pod create, whose pod has no name yet."""
+        ns = str((ds.get("metadata") or {}).get("namespace", "")) if namespace is None else namespace
+        self.metrics.inc(verb=write.verb, resource=write.resource, reason=exc.reason or str(exc.status))
+        message = event_message(write, name=name, namespace=ns, exc=exc)
+        log.warning("write_failed", daemonset=_key(ds), verb=write.verb, resource=write.resource,
+                    object=f"{ns}/{name}" if name else ns, field=fields_of(exc, write.field),
+                    status=exc.status, reason=exc.reason, message=exc.message, **({"node": node} if node else {}))
+        if write.event_reason is not None:
+            self.recorder.record(ds, "Warning", write.event_reason, message)
+        if write.condition_reason is not None:
+            self._failing.setdefault(_key(ds), Failure(write.condition_reason, message))
+
+    @contextlib.asynccontextmanager
+    async def guard(self, ds: Mapping[str, Any], write: Write, *, name: str = "",
+                    expected: tuple[type[errors.ApiError], ...] = ()) -> AsyncIterator[None]:
+        """Report an ``ApiError`` raised inside the block, then re-raise it.
+
+        ``expected`` errors are part of the protocol (a NotFound on a delete, an AlreadyExists
+        the caller settles): they are re-raised without a signal.
+        """
+        try:
+            yield
+        except errors.ApiError as exc:
+            if not isinstance(exc, expected):
+                self.report(ds, write, exc, name=name)
+            raise
+
+    def take(self, key: str) -> Failure | None:
+        """The first failure recorded for DaemonSet ``key`` since the last call, and forget it."""
+        return self._failing.pop(key, None)
