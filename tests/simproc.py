@@ -242,9 +242,13 @@ class SimProcess:
         return int(body["resourceVersion"])
 
     async def rotate_token(self, token: str, *, grace_seconds: float = 0.0) -> dict[str, Any]:
-        """Make the API accept ``token``; the others stop working after ``grace_seconds``."""
+        """Make the API accept ``token``; the others stop working after ``grace_seconds``.
+
+        The admin API needs the accepted token too, so later admin calls send ``token``.
+        """
         out: dict[str, Any] = await self._admin("POST", "/sim/token",
                                                 json={"token": token, "graceSeconds": grace_seconds})
+        self._token = token
         return out
 
     async def drop_watches(self) -> int:

@@ -189,7 +189,8 @@ class _Run:
         async with self.admin:
             before = int((await self.sim.stats())["restarts"])
             self.note(f"apiserver restart ({seconds}s refused) during {self.progress()}")
-            status, body = await self.sim.request("POST", "/sim/restart", params={"seconds": str(seconds)})
+            status, body = await self.sim.request("POST", "/sim/restart", params={"seconds": str(seconds)},
+                                                  headers=self.sim.bearer())
             if status != 202:
                 raise RuntimeError(f"restart refused: {status} {body}")
             await eventually(lambda: _restarted(self.sim, before + 1), timeout=seconds + 30, interval=0.1,
@@ -306,7 +307,7 @@ class _Run:
 async def _restarted(sim: SimProcess, count: int) -> bool:
     """True once ``count`` restarts have gone down and come back up."""
     try:
-        status, body = await sim.request("GET", "/sim/restarts")
+        status, body = await sim.request("GET", "/sim/restarts", headers=sim.bearer())
     except aiohttp.ClientError:
         return False  # still down: connection refused
     outages = (body.get("items") or []) if status == 200 else []
