@@ -30,6 +30,8 @@ from dsctl.daemonset.conditions import INVALID, REPLICA_FAILURE, set_condition, 
 from dsctl.daemonset.controls import InvalidControl, RolloutControls, rollout_controls
 from dsctl.daemonset.eligibility import Eligibility, Fit
 from dsctl.daemonset.expectations import Expectations
+from dsctl.daemonset.inplace import IN_PLACE_ANNOTATION, templates_by_hash
+from dsctl.daemonset.inplacewait import PendingPatches
 from dsctl.daemonset.manage import plan_manage
 from dsctl.daemonset.ownership import adopt_patch, claim, release_patch
 from dsctl.daemonset.plan import Plan, merge_plans, soonest
@@ -51,6 +53,7 @@ from dsctl_api.pods import controller_ref
 
 from .executor import PlanExecutor
 from .handlers import Handlers
+from .inplace import patch_in_place
 from .joinorder import JoinOrder
 from .metrics import StatusMetrics, WriteErrorMetrics
 from .outcome import Done, Outcome, Retry, Terminal
@@ -107,6 +110,7 @@ class DaemonSetController:
             name="daemonset", rate_limiter=default_controller_rate_limiter(), registry=registry
         )
         self.expectations = Expectations(clock=time.monotonic)
+        self.pending_patches = PendingPatches(clock=time.monotonic)
         self.backoff = FailedPodBackoff(maximum=settings.failed_pod_backoff_max)
         write_errors = WriteErrorMetrics(registry)
         self.recorder = EventRecorder(client, instance=identity or "dsctl", registry=registry,
@@ -124,7 +128,7 @@ class DaemonSetController:
             client, PODS, namespace=namespace, registry=registry, page_size=page,
             indexers={BY_NODE_NAME: by_node_name, BY_OWNER_UID: by_owner_uid,
                       ORPHANS_BY_NAMESPACE: orphans_by_namespace},
-            transform=make_pod_projection(),
+            transform=make_pod_projection(keep_annotations=(IN_PLACE_ANNOTATION,)),
         )
         self.nodes = Informer(client, NODES, registry=registry, transform=project_node, page_size=page)
         self.revisions = Informer(
@@ -246,6 +250,7 @@ class DaemonSetController:
         cached = self.daemonsets.store.get(key)
         if cached is None:
             self.expectations.delete(key)
+            self.pending_patches.delete(key)
             self.signals.take(key)
             self.status_metrics.forget(key)
             self.progress.forget(key)
@@ -270,7 +275,7 @@ class DaemonSetController:
         # "satisfied" must mean "this snapshot contains every write we made". Checked after the
         # awaits below, an observation arriving meanwhile would make an older snapshot look
         # complete, and planning on it deletes or creates twice (found by the chaos suite).
-        satisfied = self.expectations.satisfied(key)
+        satisfied = self.expectations.satisfied(key) and self.pending_patches.satisfied(key, self.pods.store.get)
         nodes = list(self.nodes.store.list())
         try:
             pods = await self._claim(self.pods, PODS, ds, selector)
@@ -307,8 +312,10 @@ class DaemonSetController:
                 should_run = [name for name, fit in fits.items() if fit.should_run]
                 controls = self._controls(ds)
                 labels = _node_labels(nodes) if controls.selector is not None else None
+                old_templates = templates_by_hash(history.old) if controls.in_place else None
                 update = plan_rolling_update(ds=ds, nodes_should_run=should_run, pods_by_node=by_node,
-                                             hash=history.hash, now=now, controls=controls, node_labels=labels)
+                                             hash=history.hash, now=now, controls=controls, node_labels=labels,
+                                             old_templates=old_templates)
             except InvalidRollout as exc:
                 self.recorder.record(ds, "Warning", "InvalidRollout", f"{exc.field}: {exc.message}")
                 update = Plan()
@@ -319,6 +326,11 @@ class DaemonSetController:
             self.backoff.next(step, now=now)
         result = await self.executor.execute(key=key, ds=ds, plan=plan, hash_=history.hash,
                                              burst=self._burst(ds))
+        patched = 0
+        if plan.updates:
+            patched, failures = await patch_in_place(self.executor, key=key, ds=ds, updates=plan.updates,
+                                                     pending=self.pending_patches)
+            result.errors.extend(failures)
         if not result.errors:
             result.errors.extend(await self._cleanup_history(ds, history, pods))
         try:
@@ -328,10 +340,10 @@ class DaemonSetController:
         except errors.ApiError as exc:
             result.errors.append(f"status: {exc}")
             status_requeue = None
-        emit = bound.info if (result.created or result.deleted or result.errors) else bound.debug
+        emit = bound.info if (result.created or result.deleted or patched or result.errors) else bound.debug
         emit("sync", duration_ms=round((time.monotonic() - started) * 1000, 2), nodes=len(nodes),
-                   pods=len(pods), creates=result.created, deletes=result.deleted, hash=history.hash,
-                   errors=len(result.errors))
+                   pods=len(pods), creates=result.created, deletes=result.deleted, in_place=patched,
+                   hash=history.hash, errors=len(result.errors))
         if result.errors:
             return Retry("; ".join(result.errors[:3]))
         return Done(requeue_after=soonest(plan.requeue_after, status_requeue))

@@ -42,6 +42,9 @@ Public surface of the modules owned here (the rolling update and history planner
 - ``manage``: ``plan_manage``, ``slow_start_batches``, ``cap_burst``, ``BURST_REPLICAS``.
 - ``status``: ``compute_status``, ``status_changed``, ``status_with``, ``availability_requeue``.
 - ``validation``: ``validate_daemonset``; ``conditions``: ``set_condition``, ``without_condition``.
+- ``controls``: ``rollout_controls`` (partition, paused, selector, rollingUpdateType).
+- ``inplace``: ``image_only_changes``, ``plan_pod_update``, ``in_place_patch``, ``in_place_pending``;
+  ``inplacewait``: ``PendingPatches`` (in-place patches the cache does not show yet).
 """
 
 from dsctl.daemonset.backoff import FailedPodBackoff, backoff_key

@@ -1,4 +1,5 @@
-"""Rollout controls beyond upstream: ``partition``, ``paused`` and a node ``selector`` canary.
+"""Rollout controls beyond upstream: ``partition``, ``paused``, a node ``selector`` canary, and
+``rollingUpdateType`` (in-place image updates).
 
 These hold a RollingUpdate back; they never speed it up and never touch manage's work, so a
 node that joins still gets a pod of the current revision and a failed pod is still replaced.
@@ -12,6 +13,12 @@ Where they are set (read in both modes; the field wins over the annotation):
 - ``selector``: update only pods on nodes whose labels match. Field: a LabelSelector
   (``selector: {matchLabels: {zone: a}}``); annotation: kubectl's ``-l`` syntax
   (``dsctl.io/selector: "zone=a"``).
+- ``rollingUpdateType``: ``Standard`` (default: replace pods) or ``InPlaceIfPossible`` (patch
+  an image-only change into the running pod, see ``dsctl.daemonset.inplace``). Field
+  ``rollingUpdateType: InPlaceIfPossible``, annotation
+  ``dsctl.io/rollingUpdateType: InPlaceIfPossible``. ``InPlaceIfPossible`` requires a zero
+  ``maxSurge``, as OpenKruise's webhook requires: a pod patched in place has no surge
+  neighbour to hand over to, so surge and in-place cannot mean anything together.
 
 Fields live under ``spec.updateStrategy.rollingUpdate`` of a ``dsctl.io/v1`` DaemonSet.
 
@@ -37,7 +44,9 @@ from dsctl_api.labels import Selector, SelectorError, parse_selector, selector_f
 
 __all__ = [
     "ANNOTATION_PREFIX",
+    "IN_PLACE_IF_POSSIBLE",
     "NO_CONTROLS",
+    "STANDARD",
     "InvalidControl",
     "RolloutControls",
     "frozen_nodes",
@@ -46,6 +55,10 @@ __all__ = [
 
 ANNOTATION_PREFIX = "dsctl.io/"
 """apps/v1 mode carries each control as the annotation ``dsctl.io/<field>``."""
+
+STANDARD = "Standard"
+IN_PLACE_IF_POSSIBLE = "InPlaceIfPossible"
+_UPDATE_TYPES = (STANDARD, IN_PLACE_IF_POSSIBLE)
 
 _FIELD = "spec.updateStrategy.rollingUpdate"
 _TRUE, _FALSE = ("true", "True", "TRUE", "1"), ("false", "False", "FALSE", "0", "")
@@ -70,6 +83,13 @@ class RolloutControls:
     """When True, the rolling update deletes and updates nothing."""
     selector: Selector | None = None
     """Only pods on nodes whose labels match are updated; None admits every node."""
+    rolling_update_type: str = STANDARD
+    """``Standard`` or ``InPlaceIfPossible``."""
+
+    @property
+    def in_place(self) -> bool:
+        """Whether image-only changes are patched into running pods."""
+        return self.rolling_update_type == IN_PLACE_IF_POSSIBLE
 
     @property
     def holds_back(self) -> bool:
@@ -133,9 +153,37 @@ def _selector(ds: Mapping[str, Any]) -> Selector | None:
     raise InvalidControl(where, f"must be a label selector, not {value!r}")
 
 
+def _rolling_update_type(ds: Mapping[str, Any]) -> str:
+    found = _source(ds, "rollingUpdateType")
+    if found is None:
+        return STANDARD
+    value, where = found
+    if value == "":
+        return STANDARD
+    if value not in _UPDATE_TYPES:
+        raise InvalidControl(where, f"must be Standard or InPlaceIfPossible, not {value!r}")
+    if value == IN_PLACE_IF_POSSIBLE and _surges(ds):
+        surge = as_map(update_strategy(ds).get("rollingUpdate")).get("maxSurge")
+        raise InvalidControl(
+            where, f"InPlaceIfPossible requires {_FIELD}.maxSurge to be 0, not {surge!r}"
+        )
+    return str(value)
+
+
+def _surges(ds: Mapping[str, Any]) -> bool:
+    """Whether ``maxSurge`` is set to anything but 0 or ``0%`` (Kruise's test, before scaling)."""
+    surge = as_map(update_strategy(ds).get("rollingUpdate")).get("maxSurge")
+    if surge is None or isinstance(surge, bool):
+        return False
+    if isinstance(surge, str):
+        return surge.strip().rstrip("%").strip() not in ("0", "")
+    return bool(surge != 0)
+
+
 def rollout_controls(ds: Mapping[str, Any]) -> RolloutControls:
     """The controls set on ``ds``; raises ``InvalidControl`` naming the first unreadable one."""
-    return RolloutControls(partition=_partition(ds), paused=_paused(ds), selector=_selector(ds))
+    return RolloutControls(partition=_partition(ds), paused=_paused(ds), selector=_selector(ds),
+                           rolling_update_type=_rolling_update_type(ds))
 
 
 def frozen_nodes(

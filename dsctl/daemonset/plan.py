@@ -13,6 +13,9 @@ Conventions the executor relies on:
   never delete a same-named successor.
 - ``Event.regarding`` of None means "the DaemonSet being synced" (upstream records
   ``FailedDaemonPod`` and friends on the DaemonSet, not on the pod).
+- ``Plan.updates`` are in-place image updates (``rollingUpdateType: InPlaceIfPossible``), each
+  naming the pod by UID and the resourceVersion it was planned on, both sent as the patch's
+  preconditions, so it never touches a successor or a pod that changed since.
 - ``Plan.backoff_steps`` are failed-pod backoff keys the executor must advance
   (``FailedPodBackoff.next(key, now=...)``) when it applies the plan; planners never mutate
   backoff state themselves.
@@ -30,8 +33,10 @@ __all__ = [
     "STATUS_FIELDS",
     "Event",
     "EventType",
+    "ImageChange",
     "Plan",
     "PodRef",
+    "PodUpdate",
     "Status",
     "merge_plans",
     "soonest",
@@ -60,6 +65,33 @@ class PodRef:
 
 
 @dataclass(frozen=True, slots=True)
+class ImageChange:
+    """One container whose image an in-place update replaces (containers match by name)."""
+
+    container: str
+    old: str
+    new: str
+
+
+@dataclass(frozen=True, slots=True)
+class PodUpdate:
+    """An in-place update: patch ``images`` into the pod and move it to revision ``hash``.
+
+    ``generation`` is the DaemonSet's template generation for the ``pod-template-generation``
+    label, None when the DaemonSet has none.
+    """
+
+    pod: PodRef
+    hash: str
+    images: tuple[ImageChange, ...]
+    generation: int | None = None
+    resource_version: str = ""
+    """The version of the pod the plan was made on: the patch's precondition."""
+    restart_counts: tuple[tuple[str, int], ...] = ()
+    """Each changed container's restartCount in that version (-1 without a status)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Event:
     """A Kubernetes event to record. ``regarding`` None means the DaemonSet itself."""
 
@@ -79,6 +111,7 @@ class Plan:
 
     creates: tuple[str, ...] = ()
     deletes: tuple[PodRef, ...] = ()
+    updates: tuple[PodUpdate, ...] = ()
     events: tuple[Event, ...] = ()
     requeue_after: float | None = None
     backoff_steps: tuple[str, ...] = ()
@@ -86,7 +119,7 @@ class Plan:
     @property
     def has_writes(self) -> bool:
         """Whether executing the plan touches pods (and so sets expectations)."""
-        return bool(self.creates or self.deletes)
+        return bool(self.creates or self.deletes or self.updates)
 
     @property
     def empty(self) -> bool:
@@ -104,7 +137,7 @@ def soonest(a: float | None, b: float | None) -> float | None:
 
 
 def merge_plans(plans: Iterable[Plan]) -> Plan:
-    """Concatenate plans in order, dropping repeated creates (by node) and deletes (by UID or name).
+    """Concatenate plans in order, dropping repeated creates (by node), deletes and updates (by UID or name).
 
     The requeue is the soonest of all. Upstream runs the rolling update only when manage issued
     no writes (its expectations would be unsatisfied otherwise); the caller decides whether to
@@ -112,6 +145,7 @@ def merge_plans(plans: Iterable[Plan]) -> Plan:
     """
     creates: dict[str, None] = {}
     deletes: dict[tuple[str, str, str], PodRef] = {}
+    updates: dict[str, PodUpdate] = {}
     events: list[Event] = []
     steps: dict[str, None] = {}
     requeue: float | None = None
@@ -121,6 +155,8 @@ def merge_plans(plans: Iterable[Plan]) -> Plan:
         for ref in plan.deletes:
             key = (ref.namespace, ref.name, ref.uid) if ref.uid else (ref.namespace, ref.name, "")
             deletes.setdefault(key, ref)
+        for update in plan.updates:
+            updates.setdefault(update.pod.uid or f"{update.pod.namespace}/{update.pod.name}", update)
         events.extend(plan.events)
         for step in plan.backoff_steps:
             steps.setdefault(step, None)
@@ -128,6 +164,7 @@ def merge_plans(plans: Iterable[Plan]) -> Plan:
     return Plan(
         creates=tuple(creates),
         deletes=tuple(deletes.values()),
+        updates=tuple(updates.values()),
         events=tuple(events),
         requeue_after=requeue,
         backoff_steps=tuple(steps),

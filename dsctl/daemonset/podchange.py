@@ -14,7 +14,9 @@ The planners read (``manage``, ``update``, ``status``, ``podsort``, ``ownership`
 - spec: ``nodeName`` (bound first, stranded pods) and the node affinity (the target node);
 - status: only whether the phase is terminal (``Failed``, ``Succeeded``) and the Ready
   condition, whose transition time matters only while it is True (availability counts
-  ``minReadySeconds`` from it).
+  ``minReadySeconds`` from it); and, only for a pod carrying an in-place update record
+  (``dsctl.daemonset.inplace``), its containers' restart counts, which end that update.
+  Other pods' restarts (a crash loop) stay filtered out.
 
 Everything else in metadata and spec is kept as is, so the view errs on the side of a sync.
 Assumption: any field a planner starts reading must be reflected here; the table in
@@ -26,7 +28,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dsctl.daemonset.access import as_map, meta, phase, spec
+from dsctl.daemonset.access import annotations_of, as_list, as_map, meta, phase, spec
+from dsctl.daemonset.inplace import IN_PLACE_ANNOTATION
 from dsctl_api.pods import is_terminal, pod_ready_condition
 
 __all__ = ["planning_view", "same_for_planning"]
@@ -38,7 +41,13 @@ def planning_view(pod: Mapping[str, Any]) -> tuple[Any, ...]:
     condition = as_map(pod_ready_condition(pod))
     ready = condition.get("status") == "True"
     since = condition.get("lastTransitionTime") if ready else None
-    return (metadata, spec(pod), phase(pod) if is_terminal(pod) else "", ready, since)
+    restarts: Any = None
+    if IN_PLACE_ANNOTATION in annotations_of(pod):
+        restarts = [
+            (as_map(s).get("name"), as_map(s).get("restartCount"))
+            for s in as_list(as_map(pod.get("status")).get("containerStatuses"))
+        ]
+    return (metadata, spec(pod), phase(pod) if is_terminal(pod) else "", ready, since, restarts)
 
 
 def same_for_planning(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:

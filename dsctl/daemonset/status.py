@@ -9,8 +9,9 @@ looking only at the node's first pod in ``podsort`` order:
 - should not run but has a pod: ``numberMisscheduled``. This includes pods kept because an
   untolerated taint is only ``NoSchedule``.
 
-``numberUnavailable`` is desired minus available. ``observedGeneration`` is the caller's:
-it is raised only by a sync that was allowed to act on the current generation.
+A pod patched in place (``dsctl.daemonset.inplace``) is not available until its kubelet
+has restarted the changed containers. ``numberUnavailable`` is desired minus available.
+``observedGeneration`` is the caller's: it is raised only by a sync that was allowed to act on the current generation.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from dsctl.daemonset.access import as_int, as_map, is_map, min_ready_seconds
 from dsctl.daemonset.eligibility import Fit, verdicts
+from dsctl.daemonset.inplace import in_place_pending
 from dsctl.daemonset.plan import STATUS_FIELDS, Status
 from dsctl.daemonset.podsort import oldest
 from dsctl.daemonset.template import is_pod_updated, template_generation
@@ -55,7 +57,7 @@ def compute_status(
         if is_pod_ready(pod):
             ready += 1
             # Without minReadySeconds, Ready is available: skip a second condition lookup.
-            if not min_ready or is_pod_available(pod, min_ready, now):
+            if (not min_ready or is_pod_available(pod, min_ready, now)) and not in_place_pending(pod):
                 available += 1
         if is_pod_updated(pod, hash, generation):
             updated += 1

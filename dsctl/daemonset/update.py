@@ -16,6 +16,12 @@ deterministic and table tests can pin exact pods.
 The rollout controls of ``controls`` (``partition``, ``paused``, a node ``selector``) freeze
 some old pods: a frozen node is never updated, but its availability still counts against
 ``maxUnavailable``, so holding pods back can only make a pass more careful.
+
+With ``rollingUpdateType: InPlaceIfPossible`` (which requires ``maxSurge: 0``) the no-surge
+path picks pods exactly as before, within the same budget, and then turns each pick whose
+revision differs from the current one only in container images into a ``PodUpdate`` instead
+of a delete (``dsctl.daemonset.inplace``). A patched pod carries the current hash at once but
+counts as unavailable until its kubelet has restarted the changed containers and it is Ready.
 """
 
 from __future__ import annotations
@@ -24,9 +30,10 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from dsctl.daemonset.access import as_map, deletion_timestamp, min_ready_seconds, update_strategy
+from dsctl.daemonset.access import as_map, deletion_timestamp, min_ready_seconds, template, uid, update_strategy
 from dsctl.daemonset.controls import NO_CONTROLS, RolloutControls, frozen_nodes
-from dsctl.daemonset.plan import Plan, PodRef, soonest
+from dsctl.daemonset.inplace import in_place_pending, plan_pod_update
+from dsctl.daemonset.plan import ImageChange, Plan, PodRef, PodUpdate, soonest
 from dsctl.daemonset.template import is_pod_updated, template_generation
 from dsctl_api.intstr import IntStrError, scaled_value
 from dsctl_api.pods import is_pod_available, is_pod_ready, pod_ready_condition
@@ -176,7 +183,7 @@ class _Pass:
 
     def available(self, pod: Obj) -> bool:
         """Whether ``pod`` is available now; if it is only Ready, note when to look again."""
-        if is_pod_available(pod, self.min_ready, self.now):
+        if is_pod_available(pod, self.min_ready, self.now) and not in_place_pending(pod):
             return True
         wait = _availability_wait(pod, self.min_ready, self.now)
         if wait is not None:
@@ -193,6 +200,7 @@ def plan_rolling_update(
     now: float,
     controls: RolloutControls = NO_CONTROLS,
     node_labels: Mapping[str, Mapping[str, str]] | None = None,
+    old_templates: Mapping[str, Obj] | None = None,
 ) -> Plan:
     """Plan one rolling-update pass: old pods to delete and nodes to surge onto.
 
@@ -205,7 +213,9 @@ def plan_rolling_update(
     ``requeue_after`` is set when some pod is Ready but not yet available for minReadySeconds:
     it is the time until the first of them becomes available. OnDelete yields an empty plan,
     and so does ``controls.paused``. ``node_labels`` (node name to labels) is read only for
-    ``controls.selector``. Raises ``InvalidRollout`` for a malformed strategy.
+    ``controls.selector``. ``old_templates`` (revision hash to stored template, see
+    ``inplace.templates_by_hash``) is read only for ``controls.in_place``. Raises
+    ``InvalidRollout`` for a malformed strategy.
     """
     if update_strategy_type(ds) != _ROLLING or controls.paused:
         return Plan()
@@ -218,12 +228,38 @@ def plan_rolling_update(
     view = {node: list(pods_by_node.get(node, ())) for node in {*pods_by_node, *nodes_should_run}}
     nodes = [(name, find_updated_pods_on_node(view[name], hash, generation)) for name in sorted(view)]
     state = _Pass(min_ready=min_ready_seconds(ds), now=now, frozen=_frozen(nodes, controls, node_labels or {}))
+    updates: list[PodUpdate] = []
     if limits.max_surge == 0:
         deletes: list[PodRef] = _no_surge(nodes, limits, state)
         creates: list[str] = []
+        if controls.in_place and deletes:
+            deletes, updates = _in_place(ds, nodes, deletes, old_templates=old_templates or {}, hash=hash,
+                                         generation=generation)
     else:
         creates, deletes = _surge(nodes, limits, state, set(nodes_should_run))
-    return Plan(creates=tuple(creates), deletes=tuple(deletes), requeue_after=state.requeue)
+    return Plan(creates=tuple(creates), deletes=tuple(deletes), updates=tuple(updates),
+                requeue_after=state.requeue)
+
+
+def _in_place(
+    ds: Obj, nodes: list[tuple[str, NodePods]], picked: list[PodRef], *, old_templates: Mapping[str, Obj],
+    hash: str, generation: int | None,
+) -> tuple[list[PodRef], list[PodUpdate]]:
+    """Split the pods the no-surge pass picked into in-place updates and deletes."""
+    old_pods = {uid(found.old): found.old for _, found in nodes if found.old is not None}
+    current = template(ds)
+    memo: dict[str, tuple[ImageChange, ...] | None] = {}
+    deletes: list[PodRef] = []
+    updates: list[PodUpdate] = []
+    for ref in picked:
+        pod = old_pods.get(ref.uid)
+        update = None if pod is None else plan_pod_update(
+            pod, ref, old_templates=old_templates, template=current, hash=hash, generation=generation, memo=memo)
+        if update is None:
+            deletes.append(ref)
+        else:
+            updates.append(update)
+    return deletes, updates
 
 
 def _frozen(

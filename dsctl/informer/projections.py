@@ -20,7 +20,9 @@ Kept for pods (and ``apiVersion``/``kind``, which informers always fill in):
   creationTimestamp, deletionTimestamp, plus the annotations named in ``keep_annotations``;
 - ``spec``: nodeName, and ``affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution``
   (where a DaemonSet pod records its target node before it is bound);
-- ``status``: phase, and the ``Ready`` condition (type, status, lastTransitionTime).
+- ``status``: phase, the ``Ready`` condition (type, status, lastTransitionTime), and each
+  container status's ``name`` and ``restartCount`` (an in-place update is done once the
+  patched containers restarted; shared, so pods with equal counts store one list).
 
 Kept for nodes:
 
@@ -88,6 +90,7 @@ _LABELS = SharedValues()
 _OWNERS = SharedValues()
 _READY = SharedValues()
 _AFFINITY = SharedValues()
+_RESTARTS = SharedValues()
 
 
 def _labels(labels: Any) -> Obj | None:
@@ -137,6 +140,26 @@ def _ready_condition(status: Any) -> list[Obj] | None:
                 found = [made] if key is None else _READY.put(key, [made])
             return found
     return None
+
+
+def _restart_counts(status: Obj) -> list[Obj] | None:
+    statuses = status.get("containerStatuses")
+    if not statuses or statuses.__class__ is not list:
+        return None
+    kept = tuple(
+        (name, s.get("restartCount"))
+        for s in statuses
+        if s.__class__ is dict and (name := s.get("name")).__class__ is _str
+    )
+
+    def make() -> list[Obj]:
+        return [{"name": _intern(str(n))} if c is None else {"name": _intern(str(n)), "restartCount": c}
+                for n, c in kept]
+
+    try:
+        return _RESTARTS.get(kept, make)  # type: ignore[no-any-return]
+    except TypeError:
+        return make()
 
 
 def _metadata(meta: Any, annotations: tuple[str, ...]) -> Obj:
@@ -258,6 +281,9 @@ def make_pod_projection(*, keep_annotations: Iterable[str] = ()) -> Callable[[Ob
             ready = _ready_condition(status)
             if ready is not None:
                 kept_status["conditions"] = ready
+            restarts = _restart_counts(status)
+            if restarts is not None:
+                kept_status["containerStatuses"] = restarts
             out["status"] = kept_status
         return out
 

@@ -370,6 +370,14 @@ RULES: dict[str, list[dict[str, Any]]] = {
             "reason": "FieldValueRequired",
             "message": "cannot be 0 when maxSurge is 0",
         },
+        {
+            # OpenKruise's rule for its in-place type: a patched pod has no surge neighbour.
+            "rule": f"!has(self.rollingUpdateType) || self.rollingUpdateType != 'InPlaceIfPossible'"
+            f" || !(has(self.maxSurge) && {_nonzero('maxSurge')})",
+            "fieldPath": ".maxSurge",
+            "reason": "FieldValueRequired",
+            "message": "must be 0 for rollingUpdateType InPlaceIfPossible",
+        },
     ],
     "spec.template.metadata.labels{}": [_LABEL_VALUE_RULE],
     "spec.template.spec": [
@@ -498,6 +506,12 @@ def rollout_controls(defs: Mapping[str, Schema]) -> Schema:
             "type": "boolean",
         },
         "selector": selector,
+        "rollingUpdateType": {
+            "description": "dsctl: Standard (the default) replaces pods; InPlaceIfPossible patches a change of "
+            "container images only into the running pods (same name, UID and node) and replaces them for any "
+            "other change. InPlaceIfPossible requires maxSurge 0.",
+            "type": "string", "enum": ["Standard", "InPlaceIfPossible"],
+        },
     }
 
 

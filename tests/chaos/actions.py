@@ -17,7 +17,7 @@ from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, NODES, Resource
 from tests.builders import daemonset, node
-from tests.chaos.scenario import DaemonSetSpec
+from tests.chaos.scenario import IN_PLACE, DaemonSetSpec
 
 __all__ = [
     "CHAOS_TAINT",
@@ -32,6 +32,8 @@ __all__ = [
     "set_strategy",
     "set_taint",
 ]
+
+IN_PLACE_ANNOTATION = "dsctl.io/rollingUpdateType"
 
 T = TypeVar("T")
 
@@ -67,8 +69,11 @@ def ds_body(spec: DaemonSetSpec, *, version: int) -> dict[str, Any]:
     """The DaemonSet object for ``spec`` running template version ``version``."""
     tolerations = [{"key": "dedicated", "operator": "Equal", "value": "infra", "effect": "NoSchedule"}] \
         if spec.tolerate_infra else None
+    strategy = {k: v for k, v in spec.strategy.items() if k != IN_PLACE}
     body = daemonset(spec.name, image=image_of(version), node_selector=spec.node_selector, tolerations=tolerations,
-                     strategy=spec.strategy, min_ready_seconds=spec.min_ready_seconds)
+                     strategy=strategy, min_ready_seconds=spec.min_ready_seconds)
+    if spec.strategy.get(IN_PLACE):
+        body["metadata"]["annotations"] = {IN_PLACE_ANNOTATION: "InPlaceIfPossible"}
     body["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = spec.grace_seconds
     # Shell operators as real templates hold them: every revision update (a rollback renumbers
     # one) must then send data bytes the simulator compares as kube-apiserver does.
@@ -84,8 +89,10 @@ async def set_image(client: KubeClient, name: str, version: int) -> dict[str, An
 
 
 async def set_strategy(client: KubeClient, name: str, strategy: dict[str, Any]) -> dict[str, Any]:
-    """Replace ``spec.updateStrategy`` (a JSON merge patch with the old rollingUpdate nulled)."""
-    body = {"spec": {"updateStrategy": {"type": strategy["type"],
+    """Replace ``spec.updateStrategy`` (a JSON merge patch with the old rollingUpdate nulled), and
+    set or remove the in-place annotation with it (left on beside a surge, it would hold the rollout)."""
+    body = {"metadata": {"annotations": {IN_PLACE_ANNOTATION: "InPlaceIfPossible" if strategy.get(IN_PLACE) else None}},
+            "spec": {"updateStrategy": {"type": strategy["type"],
                                         "rollingUpdate": strategy.get("rollingUpdate")}}}
     return await retrying(lambda: client.patch(DAEMONSETS, name, body, namespace="default"))
 

@@ -189,13 +189,19 @@ def _scaled(value: Any, total: int) -> int:
     return int(value or 0)
 
 
+IN_PLACE = "inPlace"
+"""Strategy key (not sent as such): the DaemonSet carries ``dsctl.io/rollingUpdateType: InPlaceIfPossible``."""
+
+
 def _strategy(rng: random.Random, *, allow_on_delete: bool) -> dict[str, Any]:
     pick = rng.choice(["int", "percent", "surge", "surge-mu", *(["ondelete"] if allow_on_delete else [])])
     if pick == "int":
         return {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": rng.randint(2, 4), "maxSurge": 0}}
     if pick == "percent":
-        return {"type": "RollingUpdate",
-                "rollingUpdate": {"maxUnavailable": rng.choice(["20%", "25%", "34%"]), "maxSurge": 0}}
+        share = rng.choice(["20%", "25%", "34%"])
+        # 25 % also patches image changes in place: no extra draw, so every seed keeps its scenario.
+        return {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": share, "maxSurge": 0},
+                **({IN_PLACE: True} if share == "25%" else {})}
     if pick == "surge":
         return {"type": "RollingUpdate",
                 "rollingUpdate": {"maxUnavailable": 0, "maxSurge": rng.choice([2, 3, "20%", "30%"])}}

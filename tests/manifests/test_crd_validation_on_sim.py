@@ -88,6 +88,9 @@ def manifest(name: str, *, unavailable: object = 1, surge: object = 0, label: st
         pytest.param(manifest("both", unavailable=1, surge='"10%"'),
                      [f'{RU}.maxSurge: Invalid value: "object": may not be set when maxUnavailable is non-zero'],
                      id="both-non-zero"),
+        pytest.param(manifest("inplace", unavailable=0, surge='"25%", rollingUpdateType: InPlaceIfPossible'),
+                     [f"{RU}.maxSurge: Required value: must be 0 for rollingUpdateType InPlaceIfPossible"],
+                     id="in-place-with-surge"),
         pytest.param(manifest("affinity", extra=BAD_AFFINITY),
                      [f'{TERMS}[0].matchExpressions[0].operator: Invalid value: "object": '
                       "not a valid selector operator",

@@ -97,6 +97,7 @@ async def _apps_mode_steps(sim: SimProcess, kube: KubeClient) -> None:
         stories.create_task(_agent_story(sim, kube))
         stories.create_task(_on_delete_story(kube))
         stories.create_task(_failing_pod_story(kube))
+        stories.create_task(_in_place_story(kube))
     await _failed_create_story(sim, kube)
 
 
@@ -169,6 +170,21 @@ async def _on_delete_story(kube: KubeClient) -> None:
     await _until(replaced_with_new_template, "ondel pod replaced with the new template")
 
 
+async def _in_place_story(kube: KubeClient) -> None:
+    # rollingUpdateType InPlaceIfPossible: an image change is a live get and a patch of the pod.
+    body = daemonset("inplace", image=IMAGE.format("a"), node_selector={"kubernetes.io/hostname": "node-0"})
+    body["metadata"]["annotations"] = {"dsctl.io/rollingUpdateType": "InPlaceIfPossible"}
+    await kube.create(DAEMONSETS, body, namespace="default")
+    await _until(lambda: _converged(kube, "inplace", nodes=1), "inplace converged")
+    await _set_image(kube, "inplace", IMAGE.format("b"))
+
+    async def patched() -> bool:
+        pods = await daemon_pods(kube, "inplace")
+        return bool(pods) and pods[0]["spec"]["containers"][0]["image"] == IMAGE.format("b")
+
+    await _until(patched, "inplace pod patched")
+
+
 async def _failing_pod_story(kube: KubeClient) -> None:
     # A pod that fails is deleted and reported.
     crashy = daemonset("crashy", node_selector={"kubernetes.io/hostname": "node-0"},
@@ -195,7 +211,9 @@ async def _event_with(kube: KubeClient, reason: str, *, min_count: int = 1) -> b
 
 async def _crd_mode_steps(sim: SimProcess, kube: KubeClient) -> None:
     resource = crd_daemonsets()
-    body = daemonset("custom", image=IMAGE.format("a"), api_version="dsctl.io/v1")
+    body = daemonset("custom", image=IMAGE.format("a"), api_version="dsctl.io/v1",
+                     strategy={"type": "RollingUpdate",
+                               "rollingUpdate": {"maxUnavailable": 1, "rollingUpdateType": "InPlaceIfPossible"}})
     await kube.create(resource, body, namespace="default")
     await _until(lambda: _converged(kube, "custom", resource=resource), "custom DaemonSet converged")
     await _set_image(kube, "custom", IMAGE.format("b"), resource=resource)

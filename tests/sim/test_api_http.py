@@ -344,3 +344,26 @@ async def test_watch_single_object_path(api: Api) -> None:
     await api.ok("POST", PODS, pod("b"))
     _, events = await read_watch(api.http, f"{api.url}{PODS}/a?watch=true&timeoutSeconds=1", timeout=10)
     assert [e["object"]["metadata"]["name"] for e in events] == ["a"]
+
+
+async def test_patch_preconditions_in_the_body(api: Api) -> None:
+    """A strategic merge patch naming a stale resourceVersion gets 409 Conflict; one naming another UID is
+    refused; nothing changes. dsctl's in-place image update relies on both."""
+    content_type = "application/strategic-merge-patch+json"
+    created = await api.ok("POST", PODS, pod("a", labels={"x": "1"}))
+    meta = created["metadata"]
+    headers = {"Content-Type": content_type}
+    image = {"spec": {"containers": [{"name": "c", "image": "nginx:2"}]}}
+    out = await api.ok("PATCH", f"{PODS}/a", {"metadata": {"resourceVersion": meta["resourceVersion"],
+                                                           "uid": meta["uid"], "labels": {"y": "2"}}},
+                       headers=headers)
+    assert out["metadata"]["labels"] == {"x": "1", "y": "2"}
+    status, body = await api.call("PATCH", f"{PODS}/a", {"metadata": {"resourceVersion": meta["resourceVersion"],
+                                                                      "labels": {"z": "3"}}, **image},
+                                  headers=headers)
+    assert (status, body["reason"]) == (409, "Conflict")
+    status, body = await api.call("PATCH", f"{PODS}/a", {"metadata": {"uid": "someone-else", "labels": {"z": "3"}}},
+                                  headers=headers)
+    assert status in (409, 422), body
+    got = await api.ok("GET", f"{PODS}/a")
+    assert "z" not in got["metadata"]["labels"] and got["metadata"]["uid"] == meta["uid"]

@@ -222,3 +222,42 @@ async def test_pod_ips_come_from_the_node_pod_cidr(sim: Sim) -> None:
     ips = {name: _pod(storage, name)["status"]["podIP"] for name in ("a", "b", "host")}
     assert ips == {"a": "10.200.7.2", "b": "10.200.7.3", "host": "192.168.0.7"}
     assert _pod(storage, "a")["status"]["hostIP"] == "192.168.0.7"
+
+
+def _set_image(storage: Storage, image: str) -> None:
+    pod = _pod(storage)
+    spec = {**pod["spec"], "containers": [{**pod["spec"]["containers"][0], "image": image}]}
+    storage.update("pods", {**pod, "spec": spec})
+
+
+async def test_an_image_change_restarts_the_container_then_ready_after_the_delay(sim: Sim) -> None:
+    """A new spec image restarts that container: NotReady, restartCount + 1, new image, Ready after the delay."""
+    storage, plane, clock = sim
+    storage.create("pods", make_pod("p", node_name="n1"))
+    await wait_for(lambda: _phase(storage) == "Running", what="Running")
+    await _advance(plane, clock, 5)
+    pod = _pod(storage)
+    assert is_pod_ready(pod)
+    uid, old_image = pod["metadata"]["uid"], pod["status"]["containerStatuses"][0]["image"]
+    await _advance(plane, clock, 10)
+
+    _set_image(storage, "example/new:2")
+    await plane.settle()
+    pod = _pod(storage)
+    container = pod["status"]["containerStatuses"][0]
+    assert not is_pod_ready(pod)
+    assert (container["image"], container["restartCount"]) == ("example/new:2", 1)
+    assert container["lastState"]["terminated"]["reason"] == "Completed"
+    assert pod["metadata"]["uid"] == uid and old_image != "example/new:2"
+    await _advance(plane, clock, 4.9)
+    assert not is_pod_ready(_pod(storage))
+    await _advance(plane, clock, 0.1)
+    pod = _pod(storage)
+    assert is_pod_ready(pod)
+    # The Ready write kept the count and the restart time; a second image change adds one.
+    container = pod["status"]["containerStatuses"][0]
+    assert (container["restartCount"], container["ready"]) == (1, True)
+    assert _pod(storage)["status"]["containerStatuses"][0]["restartCount"] == 1
+    _set_image(storage, "example/new:3")
+    await plane.settle()
+    assert _pod(storage)["status"]["containerStatuses"][0]["restartCount"] == 2

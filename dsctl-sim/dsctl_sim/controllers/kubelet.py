@@ -3,8 +3,11 @@
 For each pod bound to an existing node it moves the pod Pending → Running (container statuses,
 start time, IPs) and, after the startup delay, to Ready. It honours the ``sim.dsctl.io/*``
 knobs (startup delay per pod or per node, never-ready, fail-after), takes Ready away while the
-node's own Ready condition is not True, and finishes graceful deletion: once a deleted pod's
-grace period (capped sim-wide so tests stay quick) has passed it is removed with grace 0.
+node's own Ready condition is not True, restarts a container whose spec image changed (an
+in-place update: the pod goes NotReady, the container's ``restartCount`` goes up and its status
+shows the new image, and the pod is Ready again one startup delay after the restart), and
+finishes graceful deletion: once a deleted pod's grace period (capped sim-wide so tests stay
+quick) has passed it is removed with grace 0.
 
 Time-based transitions are timers on the injected clock, one heap entry per pod, never a task
 per pod. The per-pod memory is one small record holding the pod's uid, when the kubelet started
@@ -27,6 +30,7 @@ from dsctl_sim.controllers.podstatus import (
     ANN_NODE_STARTUP,
     ANN_STARTUP,
     annotation_float,
+    changed_images,
     failed_status,
     node_ip,
     node_ready_status,
@@ -57,6 +61,7 @@ class _Record:
 
     uid: str
     started_at: float | None = None
+    restarted_at: float | None = None
     deleting_since: float | None = None
     timer: TimerHandle | None = None
     timer_at: float | None = None
@@ -178,6 +183,9 @@ class Kubelet(WorkLoop[PodKey]):
             return  # pod GC removes pods of vanished nodes
         if record.started_at is None:
             record.started_at = self._recover_start(status, now)
+            record.restarted_at = _recover_restart(status, now)
+        if status.get("phase") == "Running" and changed_images(pod):
+            record.restarted_at = now  # running_status below restarts those containers
         started = record.started_at
 
         fail_after = annotation_float(pod, ANN_FAIL_AFTER)
@@ -188,7 +196,7 @@ class Kubelet(WorkLoop[PodKey]):
 
         never_ready = str((meta.get("annotations") or {}).get(ANN_NEVER_READY, "")).lower()
         delay = self._startup_delay(pod, node)
-        ready_at = None if never_ready == "true" else started + delay
+        ready_at = None if never_ready == "true" else max(started, record.restarted_at or started) + delay
         node_ok = node_ready_status(node) in (None, "True")
         containers_ready = ready_at is not None and now >= ready_at
         host = node_ip(node)
@@ -291,3 +299,19 @@ class Kubelet(WorkLoop[PodKey]):
         else:
             if record is not None:
                 record.written_rv = stored["metadata"]["resourceVersion"]
+
+
+def _recover_restart(status: dict[str, Any], now: float) -> float | None:
+    """The latest start of a container that has restarted, from a status written before."""
+    latest: float | None = None
+    for container in status.get("containerStatuses") or []:
+        if not isinstance(container, dict) or not container.get("restartCount"):
+            continue
+        started = ((container.get("state") or {}).get("running") or {}).get("startedAt")
+        if isinstance(started, str):
+            try:
+                when = min(now, parse_rfc3339(started))
+            except ValueError:
+                continue
+            latest = when if latest is None else max(latest, when)
+    return latest

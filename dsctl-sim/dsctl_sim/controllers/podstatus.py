@@ -5,6 +5,12 @@ The kubelet loop decides *when* a pod starts, becomes Ready or fails; this modul
 container statuses, IPs, start time). Builders keep every timestamp of a condition whose
 status did not change, so rebuilding the status of an unchanged pod gives an equal dict and
 the kubelet can skip the write.
+
+Container statuses carry over from the previous status by container name: ``restartCount``
+is kept, and a container whose spec image is no longer the image its status reports (an
+in-place image update) is restarted: ``restartCount`` goes up by one, ``image`` follows the
+spec, the running state starts anew, and the previous run shows as ``lastState.terminated``,
+as a real kubelet reports a container it killed to change its image.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ __all__ = [
     "ANN_NODE_STARTUP",
     "ANN_STARTUP",
     "annotation_float",
+    "changed_images",
     "failed_status",
     "node_ip",
     "node_ready_status",
@@ -172,9 +179,36 @@ def _containers(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [c for c in spec.get("containers") or [] if isinstance(c, dict)]
 
 
-def _container_id(uid: str, name: str) -> str:
-    digest = hashlib.blake2s(f"{uid}/{name}".encode(), digest_size=16).hexdigest()
+def _container_id(uid: str, name: str, restarts: int = 0) -> str:
+    """A stable id per container run: each restart is a new container, with a new id."""
+    seed = f"{uid}/{name}" if restarts == 0 else f"{uid}/{name}/{restarts}"
+    digest = hashlib.blake2s(seed.encode(), digest_size=16).hexdigest()
     return f"sim://{digest}"
+
+
+def _old_statuses(status: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    return {
+        c["name"]: c
+        for c in status.get("containerStatuses") or []
+        if isinstance(c, dict) and isinstance(c.get("name"), str)
+    }
+
+
+def changed_images(pod: Mapping[str, Any]) -> list[str]:
+    """Containers whose spec image differs from the image their current status reports."""
+    old = _old_statuses(pod.get("status") or {})
+    changed = []
+    for container in _containers(pod):
+        name = str(container.get("name") or "")
+        previous = old.get(name)
+        if previous is not None and previous.get("image") != (container.get("image") or ""):
+            changed.append(name)
+    return changed
+
+
+def _restart_count(previous: Mapping[str, Any] | None) -> int:
+    count = (previous or {}).get("restartCount")
+    return count if isinstance(count, int) and not isinstance(count, bool) else 0
 
 
 def running_status(
@@ -217,19 +251,40 @@ def running_status(
         _condition(old_conditions, "PodScheduled", "True", stamp),
     ]
     statuses = []
+    old_statuses = _old_statuses(old)
     for container in _containers(pod):
         name = str(container.get("name") or "")
+        image = container.get("image") or ""
+        previous = old_statuses.get(name)
+        restarts = _restart_count(previous)
+        running = {"startedAt": start}
+        last_state: dict[str, Any] = {}
+        if previous is not None:
+            running = ((previous.get("state") or {}).get("running")) or running
+            last_state = previous.get("lastState") or {}
+            if previous.get("image") != image:
+                restarts += 1
+                last_state = {
+                    "terminated": {
+                        "exitCode": 0,
+                        "reason": "Completed",
+                        "startedAt": running.get("startedAt") or start,
+                        "finishedAt": stamp,
+                        "containerID": _container_id(uid, name, restarts - 1),
+                    }
+                }
+                running = {"startedAt": stamp}
         statuses.append(
             {
                 "name": name,
-                "image": container.get("image") or "",
+                "image": image,
                 "imageID": "",
-                "containerID": _container_id(uid, name),
+                "containerID": _container_id(uid, name, restarts),
                 "ready": ready,
                 "started": True,
-                "restartCount": 0,
-                "state": {"running": {"startedAt": start}},
-                "lastState": {},
+                "restartCount": restarts,
+                "state": {"running": running},
+                "lastState": last_state,
             }
         )
     status = dict(old)
@@ -261,24 +316,26 @@ def failed_status(pod: Mapping[str, Any], *, now: float) -> dict[str, Any]:
         _condition(old_conditions, "ContainersReady", "False", stamp, reason="PodFailed"),
     ]
     statuses = []
+    old_statuses = _old_statuses(old)
     for container in _containers(pod):
         name = str(container.get("name") or "")
+        restarts = _restart_count(old_statuses.get(name))
         statuses.append(
             {
                 "name": name,
                 "image": container.get("image") or "",
                 "imageID": "",
-                "containerID": _container_id(uid, name),
+                "containerID": _container_id(uid, name, restarts),
                 "ready": False,
                 "started": False,
-                "restartCount": 0,
+                "restartCount": restarts,
                 "state": {
                     "terminated": {
                         "exitCode": 1,
                         "reason": "Error",
                         "startedAt": start,
                         "finishedAt": finished,
-                        "containerID": _container_id(uid, name),
+                        "containerID": _container_id(uid, name, restarts),
                     }
                 },
                 "lastState": {},

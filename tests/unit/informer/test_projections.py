@@ -45,7 +45,7 @@ FULL_POD: dict[str, Any] = {
             {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:05Z",
              "reason": "r"},
         ],
-        "containerStatuses": [{"name": "c", "ready": True}],
+        "containerStatuses": [{"name": "c", "ready": True, "restartCount": 2, "image": "busybox"}],
     },
 }
 
@@ -72,6 +72,7 @@ def test_pod_projection_shape() -> None:
             "phase": "Running",
             "conditions": [{"type": "Ready", "status": "True",
                             "lastTransitionTime": "2026-01-01T00:00:05Z"}],
+            "containerStatuses": [{"name": "c", "restartCount": 2}],
         },
     }
 
