@@ -82,22 +82,39 @@ async def test_partition_keeps_the_last_nodes_by_name_old(sim: SimProcess, kube:
 
 
 @pytest.mark.parametrize("sim", [{"nodes": 6}], indirect=True)
-async def test_pause_holds_the_rollout_and_new_nodes_still_get_pods(sim: SimProcess, kube: KubeClient,
-                                                                    controller: ControllerProcess) -> None:
-    """While paused no pod changes, a new node gets a pod of the new revision; resume finishes."""
+async def test_pause_holds_a_rollout_half_way_and_new_nodes_still_get_pods(sim: SimProcess, kube: KubeClient,
+                                                                         controller: ControllerProcess) -> None:
+    """Paused half way, no pod is deleted for 30 s, a new node gets a new-revision pod; resume finishes."""
     nodes = [f"node-{i}" for i in range(6)]
-    await kube.create(DAEMONSETS, daemonset("agent", image=V1, strategy=rolling(max_unavailable=2)),
+    slow = {"sim.dsctl.io/startup-seconds": "1"}  # a node a second, so the rollout can be caught half way
+    await kube.create(DAEMONSETS, daemonset("agent", image=V1, annotations=slow, strategy=rolling(max_unavailable=1)),
                       namespace="default")
     await eventually(lambda: settled(kube, dict.fromkeys(nodes, V1)), message="first rollout")
+    await sim.kubectl("set", "image", "ds/agent", f"agent={V2}")
+
+    async def half_way() -> bool:
+        return sum(image == V2 for image in (await images_by_node(kube)).values()) >= 2
+
+    await eventually(half_way, timeout=30, interval=0.05, message="two nodes updated")
     assert (await rollout(sim, "pause", "ds/agent")).stdout.strip() == "daemonset.apps/agent paused"
     again = await rollout(sim, "pause", "ds/agent", check=False)
     assert again.returncode == 1 and 'daemonsets.apps "agent" is already paused' in again.stderr
-    uids = {p["metadata"]["uid"] for p in await daemon_pods(kube, "agent")}
-    await sim.kubectl("set", "image", "ds/agent", f"agent={V2}")
-    await holds(kube, dict.fromkeys(nodes, V1), 3.0)
+
+    async def steady() -> dict[str, str] | None:
+        # The node being replaced when the pause landed finishes; then nothing moves.
+        pods = await daemon_pods(kube, "agent")
+        images = await images_by_node(kube)
+        return images if len(pods) == len(nodes) and len(images) == len(nodes) else None
+
+    held = await eventually(steady, timeout=30, message="the rollout at rest after the pause")
+    assert V1 in held.values() and V2 in held.values(), held
+    cursor = (await sim.requests(limit=1_000_000))["next"]
+    await holds(kube, held, 30.0)
+    deletes = [r for r in (await sim.requests(since=cursor))["items"]
+               if r["verb"] == "delete" and r["resource"] == "pods"]
+    assert deletes == [], deletes
     await kube.create(NODES, node("node-late"))
-    await eventually(lambda: settled(kube, {**dict.fromkeys(nodes, V1), "node-late": V2}), message="new node")
-    assert uids <= {p["metadata"]["uid"] for p in await daemon_pods(kube, "agent")}
+    await eventually(lambda: settled(kube, {**held, "node-late": V2}), message="the new node's pod")
     assert (await rollout(sim, "resume", "ds/agent")).stdout.strip() == "daemonset.apps/agent resumed"
     status = await rollout(sim, "status", "ds/agent", "--timeout", "60")
     assert status.stdout.strip().endswith('daemon set "agent" successfully rolled out')
