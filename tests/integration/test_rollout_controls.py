@@ -161,7 +161,13 @@ async def test_every_rollout_verb_in_crd_mode(sim: SimProcess, kube: KubeClient)
         await rollout(sim, "status", "dds/agent", "--timeout", "60")
         assert await settled(kube, dict.fromkeys(nodes, V2))
 
-        history = (await rollout(sim, "history", "dds/agent")).stdout.splitlines()
+        history_text = (await rollout(sim, "history", "dds/agent")).stdout
+        direct = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "dsctl", "rollout", "history", "dds/agent", "--kubeconfig", sim.kubeconfig,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(direct.communicate(), 60)
+        assert (direct.returncode, out.decode()) == (0, history_text), err.decode()
+        history = history_text.splitlines()
         assert history[:2] == ["daemonset.dsctl.io/agent ", "REVISION  CHANGE-CAUSE"]
         assert [row.split()[0] for row in history[2:] if row.strip()] == ["1", "2"]
         first = (await rollout(sim, "history", "dds/agent", "--revision", "1")).stdout
