@@ -1,180 +1,252 @@
-"""Turns a ``Plan`` into API calls: slow-start creates, parallel deletes, events, expectations.
+"""Carries out one ``SyncPlan``: the only place a sync's decisions become API calls.
 
-Contract with the planners (see ``dsctl.daemonset.plan``): a plan is executed at most once,
-creates before deletes, and at most ``burst`` of each per sync; the rest waits for the next
-sync, which will plan them again from a fresher cache.
+``run`` is the order of a sync, written once (``dsctl.daemonset.syncplan`` decides, in the
+same order, what each stage holds):
 
-Expectations are raised *before* the first write, so a pod-add event that races ahead of
-the create's response is already expected. Every write that fails lowers them again, so a
-failed create never leaves the DaemonSet waiting five minutes for an event that cannot come.
+1. events the planner produced for the DaemonSet;
+2. a condition alone when the sync cannot act (``Invalid``, revision out of range), then stop;
+3. ownership: a live read of the DaemonSet before any adoption, then the adopt and release
+   patches;
+4. history: revision label and number fixes, pod relabels, duplicate deletes, the create of
+   the current revision (a name collision is resolved by ``history.resolve_create_conflict``);
+5. status only, when the plan says so (expectations pending, pods relabelled), then stop;
+6. pods: backoff steps, creates and deletes (``PodWriter``), in-place patches;
+7. history cleanup, only when every pod write went through;
+8. status (``StatusWriter``), and the outcome with its requeue.
+
+A failed stage in 3–4 stops the sync: ``ReplicaFailure`` is set and the key retried. A failed
+pod write skips cleanup, and the status stage still runs to report it.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
-from dsctl.daemonset.expectations import Expectations
-from dsctl.daemonset.manage import cap_burst, slow_start_batches
-from dsctl.daemonset.plan import Plan, PodRef
-from dsctl.daemonset.template import new_pod
+from dsctl.daemonset import history as hist
+from dsctl.daemonset.access import meta
+from dsctl.daemonset.backoff import FailedPodBackoff
+from dsctl.daemonset.inplacewait import PendingPatches
+from dsctl.daemonset.plan import soonest
+from dsctl.daemonset.syncplan import OwnershipWrite, SyncPlan
 from dsctl.kube import errors
-from dsctl.kube.client import KubeClient
-from dsctl.kube.resources import PODS
+from dsctl.kube.resources import CONTROLLER_REVISIONS, PODS, Resource
+from dsctl_api import gojson
 
+from .apiclient import SyncClient
+from .inplace import patch_in_place
+from .outcome import Done, Outcome, Retry, Terminal
+from .podwrites import PodWriter
 from .recorder import EventRecorder
-from .writes import CREATE_POD, DELETE_POD, WriteSignals
+from .statuswriter import StatusWriter
+from .writes import CREATE_REVISION, DELETE_REVISION, PATCH_POD, PATCH_REVISION, UPDATE_REVISION, WriteSignals
 
-__all__ = ["ExecutionResult", "PlanExecutor"]
+__all__ = ["SyncExecutor", "SyncReport"]
 
 log = structlog.get_logger(__name__)
 
+Obj = Mapping[str, Any]
 
-@dataclass
-class ExecutionResult:
-    """What actually happened; ``errors`` non-empty means the sync must be retried."""
+
+@dataclass(slots=True)
+class SyncReport:
+    """What one run did, for the sync log line."""
 
     created: int = 0
     deleted: int = 0
-    errors: list[str] = field(default_factory=list)
+    patched: int = 0
+    errors: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class _Failure:
-    """Why one create failed."""
+class _Stop(Exception):
+    """A stage failed or ended the sync; ``outcome`` says how."""
 
-    message: str
-    error: errors.ApiError
-    namespace_terminating: bool = False
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(str(outcome))
+        self.outcome = outcome
 
 
 @dataclass
-class PlanExecutor:
-    """Executes plans for one controller. Stateless apart from the injected collaborators."""
+class SyncExecutor:
+    """Runs plans for one controller; holds no state of its own beyond its collaborators."""
 
-    client: KubeClient
-    expectations: Expectations
+    client: SyncClient
+    resource: Resource
     recorder: EventRecorder
-    burst: int = 250
-    direct_binding: bool = False
-    on_create_failure: Callable[[str, str], None] | None = None
-    still_current: Callable[[str, str], bool] | None = None
-    """``(key, uid) -> bool``: whether the cache still holds that DaemonSet, not being deleted.
-    Checked before each create batch, so a deletion seen mid-sync stops further creates."""
-    signals: WriteSignals | None = None
-    """Where failed writes are reported (event, condition, metric, log); by default events only
-    go to ``recorder``."""
+    signals: WriteSignals
+    pods: PodWriter
+    status: StatusWriter
+    backoff: FailedPodBackoff
+    pending_patches: PendingPatches
+    wall: Callable[[], float]
 
-    def __post_init__(self) -> None:
-        if self.signals is None:
-            self.signals = WriteSignals(recorder=self.recorder)
-
-    @property
-    def _signals(self) -> WriteSignals:
-        assert self.signals is not None
-        return self.signals
-
-    async def execute(
-        self, *, key: str, ds: Mapping[str, Any], plan: Plan, hash_: str, burst: int | None = None
-    ) -> ExecutionResult:
-        """Apply ``plan`` to DaemonSet ``ds`` (whose cache key is ``key``).
-
-        ``burst`` lowers the executor's burst for this DaemonSet (its ``burstReplicas``); one
-        worker per key means the cap is also the most writes in flight for it.
-        """
-        result = ExecutionResult()
-        plan = cap_burst(plan, burst=self.burst if burst is None else min(self.burst, burst))
-        creates, deletes = list(plan.creates), list(plan.deletes)
+    async def run(self, key: str, plan: SyncPlan, report: SyncReport | None = None) -> Outcome:
+        """Carry out ``plan`` for the DaemonSet cached under ``key``; see the module docstring."""
+        report = report if report is not None else SyncReport()
+        ds = plan.ds
         for event in plan.events:
-            target: Mapping[str, Any] = ds
-            if event.regarding is not None:
-                target = {"apiVersion": "v1", "kind": "Pod",
-                          "metadata": {"name": event.regarding.name, "namespace": event.regarding.namespace,
-                                       "uid": event.regarding.uid}}
-            self.recorder.record(target, event.type, event.reason, event.message)
-        if not creates and not deletes:
-            return result
-        self.expectations.set(key, adds=len(creates), dels=len(deletes))
-        await self._create_all(key=key, ds=ds, nodes=creates, hash_=hash_, result=result)
-        await self._delete_all(key=key, ds=ds, pods=deletes, result=result)
-        return result
-
-    async def _create_one(self, ds: Mapping[str, Any], node: str, hash_: str) -> _Failure | None:
-        namespace = (ds.get("metadata") or {}).get("namespace") or "default"
-        body = new_pod(ds, node, hash=hash_, direct_binding=self.direct_binding)
+            self.recorder.record(ds, event.type, event.reason, event.message)
+        if not plan.act:
+            return await self._without_acting(ds, plan)
+        history = plan.history
+        assert history is not None and plan.status is not None
         try:
-            created = await self.client.create(PODS, body, namespace=namespace)
+            await self._ownership(ds, plan)
+            await self._history(ds, history)
+        except _Stop as stop:
+            return stop.outcome
         except errors.ApiError as exc:
-            terminating = isinstance(exc, errors.Forbidden) and exc.namespace_terminating
-            return _Failure(f"{exc.reason or exc.status}: {exc.message}", exc, namespace_terminating=terminating)
-        name = (created.get("metadata") or {}).get("name", "")
-        self.recorder.record(ds, "Normal", "SuccessfulCreate", f"Created pod: {name}")
-        return None
+            await self.status.write_failure(ds)
+            return Retry(f"claim/history: {exc}")
+        if plan.status_only:
+            try:
+                await self.status.write(ds, plan.status, history.hash, writes_ok=False)
+            except errors.ApiError as exc:
+                return Retry(f"status: {exc}")
+            return Done(requeue_after=0.0 if plan.requeue_now else None)
 
-    async def _create_all(
-        self, *, key: str, ds: Mapping[str, Any], nodes: list[str], hash_: str, result: ExecutionResult
-    ) -> None:
-        position = 0
-        uid = str((ds.get("metadata") or {}).get("uid", ""))
-        for size in slow_start_batches(len(nodes)):
-            if self.still_current is not None and not self.still_current(key, uid):
-                skipped = len(nodes) - position
-                self.expectations.lower(key, adds=skipped, dels=0)
-                log.info("creates_abandoned", daemonset=key, skipped=skipped, reason="daemonset deleted or replaced")
-                return
-            batch = nodes[position : position + size]
-            outcomes = await asyncio.gather(*(self._create_one(ds, node, hash_) for node in batch))
-            failures = [(node, err) for node, err in zip(batch, outcomes, strict=True) if err is not None]
-            result.created += len(batch) - len(failures)
-            position += size
-            if any(err.namespace_terminating for _, err in failures):
-                # The namespace is being deleted, and the DaemonSet with it: every further
-                # create would be refused too. Not an error, and, as upstream, the refused
-                # creates stay expected, so no sync tries again before the deletion arrives.
-                skipped = len(nodes) - position
-                self.expectations.lower(key, adds=skipped, dels=0)
-                log.info("creates_abandoned", daemonset=key, skipped=skipped, reason="namespace terminating")
-                return
-            for node, err in failures:
-                self.expectations.creation_observed(key)
-                self._signals.report(ds, CREATE_POD, err.error, node=node)
-                result.errors.append(f"create on {node}: {err.message}")
-                if self.on_create_failure is not None:
-                    self.on_create_failure(key, err.message)
-            if failures:
-                skipped = len(nodes) - position
-                if skipped > 0:
-                    self.expectations.lower(key, adds=skipped, dels=0)
-                    log.info("slow_start_stopped", daemonset=key, skipped=skipped, failed=len(failures))
-                return
-
-    async def _delete_one(self, key: str, ds: Mapping[str, Any], ref: PodRef) -> str | None:
+        failures = await self._pods(key, ds, plan, report)
+        if not failures:
+            failures.extend(await self._cleanup(ds, plan))
         try:
-            # Not retried in place on 5xx: the delete was planned against this sync's cache
-            # (a rolling update's budget, a node's eligibility), and a retry seconds later
-            # would carry out a stale decision. The failed sync is requeued and plans again.
-            await self.client.delete(PODS, ref.name, namespace=ref.namespace,
-                                     preconditions_uid=ref.uid or None, retry_server_errors=False)
-        except errors.NotFound:
-            self.expectations.deletion_observed(key)
-            return None
+            status_requeue = await self.status.write(ds, plan.status, history.hash, writes_ok=not failures)
         except errors.ApiError as exc:
-            self.expectations.deletion_observed(key)
-            self._signals.report(ds, DELETE_POD, exc, name=ref.name, namespace=ref.namespace)
-            return f"{exc.reason or exc.status}: {exc.message}"
-        self.recorder.record(ds, "Normal", "SuccessfulDelete", f"Deleted pod: {ref.name}")
-        return None
+            failures.append(f"status: {exc}")
+            status_requeue = None
+        report.errors = len(failures)
+        if failures:
+            return Retry("; ".join(failures[:3]))
+        return Done(requeue_after=soonest(plan.requeue_after, status_requeue))
 
-    async def _delete_all(
-        self, *, key: str, ds: Mapping[str, Any], pods: list[PodRef], result: ExecutionResult
-    ) -> None:
-        outcomes = await asyncio.gather(*(self._delete_one(key, ds, ref) for ref in pods))
-        for ref, err in zip(pods, outcomes, strict=True):
-            if err is None:
-                result.deleted += 1
-            else:
-                result.errors.append(f"delete {ref.namespace}/{ref.name}: {err}")
+    # -- stages -------------------------------------------------------------------------------
+
+    async def _without_acting(self, ds: Obj, plan: SyncPlan) -> Outcome:
+        if plan.condition is not None:
+            try:
+                await self.status.write_condition(ds, plan.condition)
+            except errors.ApiError as exc:
+                return Retry(f"status condition: {exc}")
+            log.warning("daemonset_not_reconciled", daemonset=meta(ds).get("name"), reason=plan.condition.reason,
+                        message=plan.condition.message)
+        return Terminal(plan.terminal) if plan.terminal is not None else Done()
+
+    async def _ownership(self, ds: Obj, plan: SyncPlan) -> None:
+        if plan.recheck_owner:
+            await self._recheck_owner(ds)
+        for write in plan.ownership:
+            await self._own(ds, write)
+
+    async def _recheck_owner(self, ds: Obj) -> None:
+        """Live read before adopting: never adopt for a DaemonSet that was replaced or is going."""
+        ds_meta = meta(ds)
+        live = await self.client.get(self.resource, ds_meta["name"], namespace=ds_meta.get("namespace"))
+        live_meta = meta(live)
+        if live_meta.get("uid") != ds_meta.get("uid"):
+            raise errors.Conflict(409, "Conflict", f"original DaemonSet {ds_meta['name']} is gone: uid changed")
+        if live_meta.get("deletionTimestamp"):
+            raise errors.Conflict(409, "Conflict", f"DaemonSet {ds_meta['name']} is being deleted")
+
+    async def _own(self, ds: Obj, write: OwnershipWrite) -> None:
+        """One adopt or release. A refused one (404, 409, 422) is signalled but does not stop
+        the sync: the object stays as it is, and the rest of the DaemonSet is reconciled."""
+        resource = PODS if write.kind == "pods" else CONTROLLER_REVISIONS
+        verb = PATCH_POD if write.kind == "pods" else PATCH_REVISION
+        try:
+            async with self.signals.guard(ds, verb, name=write.name, expected=(errors.NotFound, errors.Conflict)):
+                await self.client.patch(resource, write.name, write.patch, namespace=write.namespace,
+                                        patch_type="strategic")
+        except (errors.NotFound, errors.Invalid, errors.Conflict):
+            return
+
+    async def _history(self, ds: Obj, plan: hist.HistoryPlan) -> None:
+        namespace = meta(ds).get("namespace", "")
+        guard = self.signals.guard
+        for update in plan.updates:
+            async with guard(ds, UPDATE_REVISION, name=update["metadata"]["name"]):
+                await self._update_revision(update, namespace=namespace)
+        for relabel in plan.pod_patches:
+            try:
+                async with guard(ds, PATCH_POD, name=relabel.pod.name, expected=(errors.NotFound,)):
+                    await self.client.patch(PODS, relabel.pod.name, relabel.patch, namespace=relabel.pod.namespace)
+            except errors.NotFound:
+                continue
+        for name in plan.deletes:
+            try:
+                async with guard(ds, DELETE_REVISION, name=name, expected=(errors.NotFound,)):
+                    await self.client.delete(CONTROLLER_REVISIONS, name, namespace=namespace)
+            except errors.NotFound:
+                continue
+        if plan.create is not None:
+            try:
+                async with guard(ds, CREATE_REVISION, name=plan.create["metadata"]["name"],
+                                 expected=(errors.AlreadyExists,)):
+                    await self.client.create(CONTROLLER_REVISIONS, hist.wire_body(plan.create, new=True),
+                                             namespace=namespace)
+            except errors.AlreadyExists:
+                await self._resolve_collision(ds, plan)
+
+    async def _update_revision(self, revision: Obj, *, namespace: str) -> None:
+        """PUT a revision with ``data`` in the bytes the server stored (see ``hist.wire_body``).
+
+        A revision that a dsctl release before Go-compatible encoding created holds ``<>&``
+        unescaped; the server refuses Go's bytes for it as a change of ``data``, and gets the
+        old encoding instead. Anything else that is refused stays an error.
+        """
+        try:
+            await self.client.update(CONTROLLER_REVISIONS, hist.wire_body(revision, new=False), namespace=namespace)
+        except errors.Invalid:
+            if not gojson.html_escape_changes(revision.get("data")):
+                raise
+            log.info("revision_written_unescaped", revision=meta(revision).get("name"))
+            await self.client.update(CONTROLLER_REVISIONS, hist.wire_body(revision, new=False, escape=False),
+                                     namespace=namespace)
+
+    async def _resolve_collision(self, ds: Obj, plan: hist.HistoryPlan) -> None:
+        """The current revision's name is taken: reuse it, or bump ``collisionCount``; either
+        way a bump or a mismatch ends this sync (``_Stop``)."""
+        ds_meta = meta(ds)
+        namespace = ds_meta.get("namespace", "")
+        assert plan.create is not None
+        existing = await self.client.get(CONTROLLER_REVISIONS, plan.create["metadata"]["name"], namespace=namespace)
+        live = None
+        if not hist.revision_data_equal(ds, existing):
+            live = await self.client.get(self.resource, ds_meta["name"], namespace=namespace)
+        decision = hist.resolve_create_conflict(ds=ds, existing=existing, live_ds=live)
+        if decision.action == "reuse":
+            return
+        if decision.action == "bump" and live is not None:
+            await self.status.put(live, {**(live.get("status") or {}), "collisionCount": decision.collision_count})
+            log.info("revision_collision", daemonset=ds_meta["name"], collision_count=decision.collision_count)
+        raise _Stop(Retry(decision.message))
+
+    async def _pods(self, key: str, ds: Obj, plan: SyncPlan, report: SyncReport) -> list[str]:
+        history = plan.history
+        assert history is not None
+        now = self.wall()
+        for step in plan.pods.backoff_steps:
+            self.backoff.next(step, now=now)
+        result = await self.pods.execute(key=key, ds=ds, plan=plan.pods, hash_=history.hash, burst=plan.burst)
+        report.created, report.deleted = result.created, result.deleted
+        failures = list(result.errors)
+        if plan.pods.updates:
+            report.patched, patch_failures = await patch_in_place(self.pods, key=key, ds=ds, updates=plan.pods.updates,
+                                                                  pending=self.pending_patches)
+            failures.extend(patch_failures)
+        return failures
+
+    async def _cleanup(self, ds: Obj, plan: SyncPlan) -> list[str]:
+        """Delete old revisions beyond the history limit; returns the errors (signalled already)."""
+        namespace = meta(ds).get("namespace", "")
+        failed: list[str] = []
+        for name in plan.cleanup:
+            try:
+                async with self.signals.guard(ds, DELETE_REVISION, name=name, expected=(errors.NotFound,)):
+                    await self.client.delete(CONTROLLER_REVISIONS, name, namespace=namespace)
+            except errors.NotFound:
+                continue
+            except errors.ApiError as exc:
+                failed.append(f"delete revision {name}: {exc}")
+        return failed

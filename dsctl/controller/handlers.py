@@ -31,9 +31,12 @@ from dsctl.daemonset.access import deletion_timestamp, min_ready_seconds
 from dsctl.daemonset.eligibility import eligibility_signature, node_should_run
 from dsctl.daemonset.expectations import Expectations
 from dsctl.daemonset.podchange import same_for_planning
+from dsctl.daemonset.template import target_node
 from dsctl.informer import object_key
 from dsctl_api.labels import SelectorError, selector_from_label_selector
 from dsctl_api.pods import controller_ref, is_pod_ready
+
+from .changes import ChangeLog
 
 __all__ = ["Handlers"]
 
@@ -78,6 +81,7 @@ class Handlers:
         enqueue_prioritized: Callable[[str, int], None] | None = None,
         priority_of: Callable[[Obj], int] | None = None,
         node_wanted: Callable[[str, list[tuple[str, int]]], None] | None = None,
+        changes: ChangeLog | None = None,
     ) -> None:
         self._kind = ds_kind
         self._get_ds = get_daemonset
@@ -89,6 +93,7 @@ class Handlers:
         self._enqueue_prioritized = enqueue_prioritized
         self._priority_of = priority_of
         self._node_wanted = node_wanted
+        self._changes = changes if changes is not None else ChangeLog()
         # key -> resourceVersion of the controller's last status write not yet seen echoed.
         self._own_status: dict[str, str] = {}
 
@@ -147,7 +152,10 @@ class Handlers:
         if (old.get("metadata") or {}).get("uid") != (new.get("metadata") or {}).get("uid"):
             self._expectations.delete(object_key(old))
             self._own_status.pop(key, None)
-        elif old is not new and self._is_own_status_echo(key, old, new):
+            self._changes.everything(key)
+        elif old is new or _resource_version(old) == _resource_version(new):
+            self._changes.everything(key)  # the periodic resync: a full recount
+        elif self._is_own_status_echo(key, old, new):
             return
         self._enqueue(key)
 
@@ -175,10 +183,12 @@ class Handlers:
         key = self._owner_key(pod)
         if key is not None:
             self._expectations.creation_observed(key)
+            self._changes.pod_changed(key, target_node(pod))
             self._enqueue(key)
             return
         if controller_ref(pod) is None:
             for match in self._matching_daemonsets(pod):
+                self._changes.pod_changed(match, target_node(pod))
                 self._enqueue(match)
 
     def on_pod_update(self, old: Obj, new: Obj) -> None:
@@ -193,18 +203,30 @@ class Handlers:
         if same_for_planning(old, new):
             return  # a status detail no planner reads (Pending -> Running, restarts, IPs)
         old_ref, new_ref = controller_ref(old), controller_ref(new)
+        nodes = {target_node(old), target_node(new)}
         if old_ref is not None and old_ref != new_ref:
             old_key = self._owner_key(old)
             if old_key is not None:
+                self._pod_changed(old_key, nodes)
                 self._enqueue(old_key)
         key = self._owner_key(new)
         if key is not None:
+            self._pod_changed(key, nodes)
             self._enqueue(key)
             self._requeue_for_min_ready(key, old, new)
             return
+        if old_ref is None and new_ref is not None:
+            # Adopted by someone else: a DaemonSet that saw it as an orphan must look again.
+            for match in self._matching_daemonsets(old):
+                self._pod_changed(match, nodes)
         if new_ref is None and (old_meta.get("labels") != new_meta.get("labels") or old_ref != new_ref):
-            for match in self._matching_daemonsets(new):
+            for match in {*self._matching_daemonsets(new), *self._matching_daemonsets(old)}:
+                self._pod_changed(match, nodes)
                 self._enqueue(match)
+
+    def _pod_changed(self, key: str, nodes: set[str | None]) -> None:
+        for node in nodes:
+            self._changes.pod_changed(key, node)
 
     def _requeue_for_min_ready(self, key: str, old: Obj, new: Obj) -> None:
         if is_pod_ready(old) or not is_pod_ready(new):
@@ -214,11 +236,17 @@ class Handlers:
             self._enqueue_after(key, seconds + 1.0)
 
     def on_pod_delete(self, pod: Obj) -> None:
-        """An owned pod observes one expected deletion; orphans are nobody's business."""
+        """An owned pod observes one expected deletion; an orphan leaves the DaemonSets that
+        could have adopted it (their plans counted it)."""
         key = self._owner_key(pod)
         if key is None:
+            if controller_ref(pod) is None:
+                for match in self._matching_daemonsets(pod):
+                    self._changes.pod_changed(match, target_node(pod))
+                    self._enqueue(match)
             return
         self._expectations.deletion_observed(key)
+        self._changes.pod_changed(key, target_node(pod))
         self._enqueue(key)
 
     # -- ControllerRevisions ------------------------------------------------------------------
@@ -268,6 +296,7 @@ class Handlers:
 
     def on_node_add(self, node: Obj) -> None:
         """A node joined: wake every DaemonSet that should run a pod there, by pod priority."""
+        self._changes.node_changed(str((node.get("metadata") or {}).get("name") or ""))
         self._wake_for_node(node, [ds for ds in self._list_ds() if node_should_run(ds, node)[0]])
 
     def on_node_update(self, old: Obj, new: Obj) -> None:
@@ -277,6 +306,7 @@ class Handlers:
         """
         if eligibility_signature(old) == eligibility_signature(new):
             return
+        self._changes.node_changed(str((new.get("metadata") or {}).get("name") or ""))
         eligible: list[Obj] = []
         for ds in self._list_ds():
             before, after = node_should_run(ds, old), node_should_run(ds, new)
@@ -291,6 +321,7 @@ class Handlers:
     def on_node_delete(self, node: Obj) -> None:
         """A node left: its DaemonSets' desired counts change, and its pods must go."""
         name = (node.get("metadata") or {}).get("name") or ""
+        self._changes.node_changed(name)
         keys = {k for pod in self._pods_on_node(name) if (k := self._owner_key(pod)) is not None}
         for ds in self._list_ds():
             if node_should_run(ds, node)[0]:

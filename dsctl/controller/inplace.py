@@ -1,6 +1,6 @@
 """Carries out a plan's in-place updates (``Plan.updates``): one strategic merge patch per pod.
 
-Kept apart from ``PlanExecutor.execute`` (creates and deletes), on the executor's client,
+Kept apart from ``PodWriter.execute`` (creates and deletes), on the executor's client,
 recorder and burst. The patch (``dsctl.daemonset.inplace.in_place_patch``) is pinned to the
 pod's UID and to the resourceVersion the plan was made on, so a pod that changed since
 refuses it with 409 and the next sync plans again on a fresher cache. Each pod is recorded
@@ -22,7 +22,7 @@ from dsctl.daemonset.plan import PodUpdate
 from dsctl.kube import errors
 from dsctl.kube.resources import PODS
 
-from .executor import PlanExecutor
+from .podwrites import PodWriter
 
 __all__ = ["patch_in_place"]
 
@@ -30,7 +30,7 @@ log = structlog.get_logger(__name__)
 
 
 async def patch_in_place(
-    executor: PlanExecutor, *, key: str, ds: Mapping[str, Any], updates: tuple[PodUpdate, ...],
+    executor: PodWriter, *, key: str, ds: Mapping[str, Any], updates: tuple[PodUpdate, ...],
     pending: PendingPatches,
 ) -> tuple[int, list[str]]:
     """Patch at most ``executor.burst`` of ``updates``; returns the number patched and the errors."""
@@ -46,7 +46,7 @@ async def patch_in_place(
 
 
 async def _patch_one(
-    executor: PlanExecutor, key: str, ds: Mapping[str, Any], update: PodUpdate, pending: PendingPatches
+    executor: PodWriter, key: str, ds: Mapping[str, Any], update: PodUpdate, pending: PendingPatches
 ) -> str | None:
     """None when patched; "" when the pod is gone or changed since the plan (nothing to report); else the error."""
     ref = update.pod

@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from dsctl.daemonset.plan import STATUS_FIELDS, Status
 
-__all__ = ["StatusMetrics", "WriteErrorMetrics"]
+__all__ = ["PlanMetrics", "StatusMetrics", "WriteErrorMetrics"]
 
 _GAUGES = {
     "desired_number_scheduled": "Nodes that should run the daemon pod.",
@@ -70,3 +70,36 @@ class WriteErrorMetrics:
         """Count one failed write."""
         if self._counter is not None:
             self._counter.labels(verb, resource, reason or "Unknown").inc()
+
+
+class PlanMetrics:
+    """How syncs plan: ``dsctl_sync_plans_total{mode}`` (``full`` or ``incremental``),
+    ``dsctl_sync_planned_nodes_total{mode}``, and ``dsctl_sync_plan_mismatches_total``, the
+    periodic recounts whose full plan disagreed with the incremental one (always 0 unless a
+    change went unnoticed; the full plan is the one used)."""
+
+    def __init__(self, registry: CollectorRegistry | None) -> None:
+        self._plans: Counter | None = None
+        self._nodes: Counter | None = None
+        self._mismatches: Counter | None = None
+        if registry is None:
+            return
+        self._plans = Counter("dsctl_sync_plans_total", "Sync plans made, by mode (full or incremental).",
+                              ["mode"], registry=registry)
+        self._nodes = Counter("dsctl_sync_planned_nodes_total", "Nodes planned by syncs, by mode.", ["mode"],
+                              registry=registry)
+        self._mismatches = Counter("dsctl_sync_plan_mismatches_total",
+                                   "Periodic recounts whose full plan differed from the incremental one.",
+                                   registry=registry)
+
+    def planned(self, *, full: bool, nodes: int) -> None:
+        """Count one plan that planned ``nodes`` nodes."""
+        mode = "full" if full else "incremental"
+        if self._plans is not None and self._nodes is not None:
+            self._plans.labels(mode).inc()
+            self._nodes.labels(mode).inc(nodes)
+
+    def mismatch(self) -> None:
+        """Count one recount that caught a difference."""
+        if self._mismatches is not None:
+            self._mismatches.inc()

@@ -45,3 +45,7 @@ class ControllerSettings(Protocol):
     @property
     def node_join_priority(self) -> bool:
         """Sync the DaemonSets a new node wants in their pods' priority order (else FIFO)."""
+
+    @property
+    def incremental_planning(self) -> bool:
+        """Re-plan only the nodes that changed since a DaemonSet's last sync (else every node)."""

@@ -41,7 +41,7 @@ from dsctl.daemonset.access import (
 )
 from dsctl.daemonset.backoff import BackoffView, backoff_key
 from dsctl.daemonset.eligibility import Fit, verdicts
-from dsctl.daemonset.plan import Event, Plan, PodRef, soonest
+from dsctl.daemonset.plan import Event, Plan, PodRef, merge_plans, soonest
 from dsctl.daemonset.podsort import sort_pods
 from dsctl.daemonset.template import HASH_LABEL
 from dsctl_api.intstr import IntStrError, scaled_value
@@ -52,6 +52,7 @@ __all__ = [
     "BURST_REPLICAS",
     "allows_surge",
     "cap_burst",
+    "manage_node",
     "plan_manage",
     "slow_start_batches",
 ]
@@ -226,6 +227,37 @@ def _plan_node(
         _surge(out, node, running, hash=hash, min_ready=min_ready)
 
 
+def manage_node(
+    ds: Mapping[str, Any],
+    node: str,
+    fit: Fit | None,
+    pods: Sequence[Mapping[str, Any]],
+    *,
+    hash: str,
+    now: float,
+    backoff: BackoffView,
+    surge: bool,
+    min_ready: int,
+) -> Plan:
+    """The manage plan for one node (``fit`` None: a node the cache does not know).
+
+    ``pods`` are the DaemonSet's claimed pods targeting the node. ``plan_manage`` is this,
+    node by node; ``dsctl.daemonset.nodeplan`` calls it only for the nodes that changed.
+    """
+    out = _Builder(ds, backoff=backoff, now=now)
+    if fit is None:
+        for pod in pods:
+            if is_map(pod) and not deletion_timestamp(pod) and not bound_node(pod):
+                out.delete(pod, node)
+    else:
+        _plan_node(out, node, fit, [p for p in pods if is_map(p)], hash=hash, surge=surge, min_ready=min_ready)
+    return out.build() if (out.creates or out.deletes or out.events or out.steps or out.requeue is not None) \
+        else _EMPTY
+
+
+_EMPTY = Plan()
+
+
 def plan_manage(
     *,
     ds: Mapping[str, Any],
@@ -241,26 +273,22 @@ def plan_manage(
 
     ``pods_by_node`` is the claimed pods grouped by ``podsort.group_by_node``. ``fits`` may
     carry verdicts already computed this sync (missing nodes are evaluated here). ``surge``
-    overrides ``allows_surge(ds)``. Nodes are handled in the order given; creates and
-    deletes keep that order.
+    overrides ``allows_surge(ds)``. Nodes are handled in the order given, then the pods
+    pinned to nodes the list does not hold; creates and deletes keep that order.
     """
     min_ready = min_ready_seconds(ds)
     with_surge = allows_surge(ds) if surge is None else surge
-    out = _Builder(ds, backoff=backoff, now=now)
+    plans: list[Plan] = []
     seen: set[str] = set()
     for node_name, fit in verdicts(ds, nodes, fits):
         seen.add(node_name)
-        pods = [p for p in pods_by_node.get(node_name, ()) if is_map(p)]
-        _plan_node(out, node_name, fit, pods, hash=hash, surge=with_surge, min_ready=min_ready)
+        plans.append(manage_node(ds, node_name, fit, pods_by_node.get(node_name, ()), hash=hash, now=now,
+                                 backoff=backoff, surge=with_surge, min_ready=min_ready))
     for node_name, stranded in pods_by_node.items():
-        if node_name in seen:
-            continue
-        for pod in stranded:
-            if not is_map(pod) or deletion_timestamp(pod):
-                continue
-            if not bound_node(pod):
-                out.delete(pod, node_name)
-    return out.build()
+        if node_name not in seen:
+            plans.append(manage_node(ds, node_name, None, stranded, hash=hash, now=now, backoff=backoff,
+                                     surge=with_surge, min_ready=min_ready))
+    return merge_plans(plans)
 
 
 def slow_start_batches(n: int, *, initial: int = 1) -> list[int]:

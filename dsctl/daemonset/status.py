@@ -27,7 +27,57 @@ from dsctl.daemonset.podsort import oldest
 from dsctl.daemonset.template import is_pod_updated, template_generation
 from dsctl_api.pods import is_pod_available, is_pod_ready
 
-__all__ = ["availability_requeue", "compute_status", "status_changed", "status_with"]
+__all__ = [
+    "NO_COUNTS",
+    "Counts",
+    "availability_requeue",
+    "compute_status",
+    "node_counts",
+    "status_changed",
+    "status_of",
+    "status_with",
+]
+
+
+Counts = tuple[int, int, int, int, int, int]
+"""One node's share of the counters: desired, current, misscheduled, ready, available, updated."""
+
+NO_COUNTS: Counts = (0, 0, 0, 0, 0, 0)
+
+
+def node_counts(
+    fit: Fit | None, pods: Sequence[Any], *, min_ready: int, hash: str, generation: int | None, now: float
+) -> Counts:
+    """What one node adds to the counters (``fit`` None: a node the cache does not know)."""
+    if fit is None:
+        return NO_COUNTS
+    live = [p for p in pods if is_map(p)]
+    if not fit.should_run:
+        return (0, 0, 1, 0, 0, 0) if live else NO_COUNTS
+    pod = oldest(live)
+    if pod is None:
+        return (1, 0, 0, 0, 0, 0)
+    ready = available = 0
+    if is_pod_ready(pod):
+        ready = 1
+        # Without minReadySeconds, Ready is available: skip a second condition lookup.
+        if (not min_ready or is_pod_available(pod, min_ready, now)) and not in_place_pending(pod):
+            available = 1
+    return (1, 1, 0, ready, available, 1 if is_pod_updated(pod, hash, generation) else 0)
+
+
+def status_of(totals: Counts) -> Status:
+    """The counters from summed ``node_counts``."""
+    desired, current, misscheduled, ready, available, updated = totals
+    return Status(
+        desired_number_scheduled=desired,
+        current_number_scheduled=current,
+        number_misscheduled=misscheduled,
+        number_ready=ready,
+        number_available=available,
+        number_unavailable=desired - available,
+        updated_number_scheduled=updated,
+    )
 
 
 def compute_status(
@@ -42,34 +92,13 @@ def compute_status(
     """The counters for ``ds`` given the cache's nodes and the claimed pods grouped by node."""
     min_ready = min_ready_seconds(ds)
     generation = template_generation(ds)
-    desired = current = misscheduled = ready = available = updated = 0
+    totals = [0, 0, 0, 0, 0, 0]
     for node_name, fit in verdicts(ds, nodes, fits):
-        pods = [p for p in pods_by_node.get(node_name, ()) if is_map(p)]
-        if not fit.should_run:
-            if pods:
-                misscheduled += 1
-            continue
-        desired += 1
-        pod = oldest(pods)
-        if pod is None:
-            continue
-        current += 1
-        if is_pod_ready(pod):
-            ready += 1
-            # Without minReadySeconds, Ready is available: skip a second condition lookup.
-            if (not min_ready or is_pod_available(pod, min_ready, now)) and not in_place_pending(pod):
-                available += 1
-        if is_pod_updated(pod, hash, generation):
-            updated += 1
-    return Status(
-        desired_number_scheduled=desired,
-        current_number_scheduled=current,
-        number_misscheduled=misscheduled,
-        number_ready=ready,
-        number_available=available,
-        number_unavailable=desired - available,
-        updated_number_scheduled=updated,
-    )
+        counts = node_counts(fit, pods_by_node.get(node_name, ()), min_ready=min_ready, hash=hash,
+                             generation=generation, now=now)
+        for i, value in enumerate(counts):
+            totals[i] += value
+    return status_of((totals[0], totals[1], totals[2], totals[3], totals[4], totals[5]))
 
 
 def status_changed(old_status: Mapping[str, Any] | None, new: Status, *, generation: int) -> bool:

@@ -201,6 +201,7 @@ def plan_rolling_update(
     controls: RolloutControls = NO_CONTROLS,
     node_labels: Mapping[str, Mapping[str, str]] | None = None,
     old_templates: Mapping[str, Obj] | None = None,
+    has_old: bool | None = None,
 ) -> Plan:
     """Plan one rolling-update pass: old pods to delete and nodes to surge onto.
 
@@ -214,14 +215,16 @@ def plan_rolling_update(
     it is the time until the first of them becomes available. OnDelete yields an empty plan,
     and so does ``controls.paused``. ``node_labels`` (node name to labels) is read only for
     ``controls.selector``. ``old_templates`` (revision hash to stored template, see
-    ``inplace.templates_by_hash``) is read only for ``controls.in_place``. Raises
-    ``InvalidRollout`` for a malformed strategy.
+    ``inplace.templates_by_hash``) is read only for ``controls.in_place``. ``has_old`` False
+    tells that no live pod is of another revision (a caller that keeps count, see
+    ``nodeplan.NodeTable.old``); then only the strategy is checked. Raises ``InvalidRollout``
+    for a malformed strategy.
     """
     if update_strategy_type(ds) != _ROLLING or controls.paused:
         return Plan()
     limits = updated_desired_node_counts(ds, nodes_should_run)
     generation = template_generation(ds)
-    if not _has_old_pods(pods_by_node, hash, generation):
+    if has_old is False or not _has_old_pods(pods_by_node, hash, generation):
         # Nothing to roll: both paths only ever act on nodes that hold an old pod. This is the
         # steady state, and skipping the per-node pass here halves the cost of a no-op sync.
         return Plan()

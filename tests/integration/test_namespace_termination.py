@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from dsctl.controller.executor import PlanExecutor
+from dsctl.controller.podwrites import PodWriter
 from dsctl.controller.recorder import EventRecorder
 from dsctl.daemonset.expectations import Expectations
 from dsctl.daemonset.plan import Plan
@@ -77,7 +77,7 @@ async def test_a_create_refused_by_a_terminating_namespace_is_no_error(kube: Kub
     await _terminating_namespace_held_open(kube)
     expectations = Expectations(clock=time.monotonic)
     recorder = EventRecorder(kube)
-    executor = PlanExecutor(client=kube, expectations=expectations, recorder=recorder)
+    executor = PodWriter(client=kube, expectations=expectations, recorder=recorder)
     ds = daemonset("agent", namespace=TEAM)
     ds["metadata"]["uid"] = "0b6f3c1e-5d1c-4a55-9d1f-2f8a2d1c0001"
 

@@ -17,8 +17,8 @@ import structlog
 import yaml
 from prometheus_client import CollectorRegistry
 
-from dsctl.controller.executor import PlanExecutor
 from dsctl.controller.metrics import WriteErrorMetrics
+from dsctl.controller.podwrites import PodWriter
 from dsctl.controller.recorder import EventRecorder
 from dsctl.controller.writes import (
     CREATE_EVENT,
@@ -191,7 +191,7 @@ async def test_executor_reports_pod_write_failures(client: FailingClient, plan: 
     """A failed pod create or delete from the executor gives its event, condition, count, and fails the sync."""
     events, registry = Events(), CollectorRegistry()
     signals = WriteSignals(recorder=events, metrics=WriteErrorMetrics(registry))
-    executor = PlanExecutor(client=cast(KubeClient, client), expectations=Expectations(clock=time.monotonic),
+    executor = PodWriter(client=cast(KubeClient, client), expectations=Expectations(clock=time.monotonic),
                             recorder=cast(EventRecorder, events), signals=signals)
     result = await executor.execute(key="ops/agent", ds=DS, plan=plan, hash_="h1")
     assert result.errors

@@ -1,0 +1,181 @@
+"""The pod stage of a sync: slow-start creates, parallel deletes, their events and expectations.
+
+``SyncExecutor`` (``executor``) calls it with the pod part of a ``SyncPlan``. Contract with
+the planners (see ``dsctl.daemonset.plan``): a plan is executed at most once, creates before
+deletes, and at most ``burst`` of each per sync; the rest waits for the next sync, which
+will plan them again from a fresher cache.
+
+Expectations are raised *before* the first write, so a pod-add event that races ahead of
+the create's response is already expected. Every write that fails lowers them again, so a
+failed create never leaves the DaemonSet waiting five minutes for an event that cannot come.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from dsctl.daemonset.expectations import Expectations
+from dsctl.daemonset.manage import cap_burst, slow_start_batches
+from dsctl.daemonset.plan import Plan, PodRef
+from dsctl.daemonset.template import new_pod
+from dsctl.kube import errors
+from dsctl.kube.resources import PODS
+
+from .apiclient import SyncClient
+from .recorder import EventRecorder
+from .writes import CREATE_POD, DELETE_POD, WriteSignals
+
+__all__ = ["ExecutionResult", "PodWriter"]
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class ExecutionResult:
+    """What actually happened; ``errors`` non-empty means the sync must be retried."""
+
+    created: int = 0
+    deleted: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """Why one create failed."""
+
+    message: str
+    error: errors.ApiError
+    namespace_terminating: bool = False
+
+
+@dataclass
+class PodWriter:
+    """Writes the pods of plans for one controller. Stateless apart from the injected collaborators."""
+
+    client: SyncClient
+    expectations: Expectations
+    recorder: EventRecorder
+    burst: int = 250
+    direct_binding: bool = False
+    on_create_failure: Callable[[str, str], None] | None = None
+    still_current: Callable[[str, str], bool] | None = None
+    """``(key, uid) -> bool``: whether the cache still holds that DaemonSet, not being deleted.
+    Checked before each create batch, so a deletion seen mid-sync stops further creates."""
+    signals: WriteSignals | None = None
+    """Where failed writes are reported (event, condition, metric, log); by default events only
+    go to ``recorder``."""
+
+    def __post_init__(self) -> None:
+        if self.signals is None:
+            self.signals = WriteSignals(recorder=self.recorder)
+
+    @property
+    def _signals(self) -> WriteSignals:
+        assert self.signals is not None
+        return self.signals
+
+    async def execute(
+        self, *, key: str, ds: Mapping[str, Any], plan: Plan, hash_: str, burst: int | None = None
+    ) -> ExecutionResult:
+        """Apply ``plan`` to DaemonSet ``ds`` (whose cache key is ``key``).
+
+        ``burst`` lowers the executor's burst for this DaemonSet (its ``burstReplicas``); one
+        worker per key means the cap is also the most writes in flight for it.
+        """
+        result = ExecutionResult()
+        plan = cap_burst(plan, burst=self.burst if burst is None else min(self.burst, burst))
+        creates, deletes = list(plan.creates), list(plan.deletes)
+        for event in plan.events:
+            target: Mapping[str, Any] = ds
+            if event.regarding is not None:
+                target = {"apiVersion": "v1", "kind": "Pod",
+                          "metadata": {"name": event.regarding.name, "namespace": event.regarding.namespace,
+                                       "uid": event.regarding.uid}}
+            self.recorder.record(target, event.type, event.reason, event.message)
+        if not creates and not deletes:
+            return result
+        self.expectations.set(key, adds=len(creates), dels=len(deletes))
+        await self._create_all(key=key, ds=ds, nodes=creates, hash_=hash_, result=result)
+        await self._delete_all(key=key, ds=ds, pods=deletes, result=result)
+        return result
+
+    async def _create_one(self, ds: Mapping[str, Any], node: str, hash_: str) -> _Failure | None:
+        namespace = (ds.get("metadata") or {}).get("namespace") or "default"
+        body = new_pod(ds, node, hash=hash_, direct_binding=self.direct_binding)
+        try:
+            created = await self.client.create(PODS, body, namespace=namespace)
+        except errors.ApiError as exc:
+            terminating = isinstance(exc, errors.Forbidden) and exc.namespace_terminating
+            return _Failure(f"{exc.reason or exc.status}: {exc.message}", exc, namespace_terminating=terminating)
+        name = (created.get("metadata") or {}).get("name", "")
+        self.recorder.record(ds, "Normal", "SuccessfulCreate", f"Created pod: {name}")
+        return None
+
+    async def _create_all(
+        self, *, key: str, ds: Mapping[str, Any], nodes: list[str], hash_: str, result: ExecutionResult
+    ) -> None:
+        position = 0
+        uid = str((ds.get("metadata") or {}).get("uid", ""))
+        for size in slow_start_batches(len(nodes)):
+            if self.still_current is not None and not self.still_current(key, uid):
+                skipped = len(nodes) - position
+                self.expectations.lower(key, adds=skipped, dels=0)
+                log.info("creates_abandoned", daemonset=key, skipped=skipped, reason="daemonset deleted or replaced")
+                return
+            batch = nodes[position : position + size]
+            outcomes = await asyncio.gather(*(self._create_one(ds, node, hash_) for node in batch))
+            failures = [(node, err) for node, err in zip(batch, outcomes, strict=True) if err is not None]
+            result.created += len(batch) - len(failures)
+            position += size
+            if any(err.namespace_terminating for _, err in failures):
+                # The namespace is being deleted, and the DaemonSet with it: every further
+                # create would be refused too. Not an error, and, as upstream, the refused
+                # creates stay expected, so no sync tries again before the deletion arrives.
+                skipped = len(nodes) - position
+                self.expectations.lower(key, adds=skipped, dels=0)
+                log.info("creates_abandoned", daemonset=key, skipped=skipped, reason="namespace terminating")
+                return
+            for node, err in failures:
+                self.expectations.creation_observed(key)
+                self._signals.report(ds, CREATE_POD, err.error, node=node)
+                result.errors.append(f"create on {node}: {err.message}")
+                if self.on_create_failure is not None:
+                    self.on_create_failure(key, err.message)
+            if failures:
+                skipped = len(nodes) - position
+                if skipped > 0:
+                    self.expectations.lower(key, adds=skipped, dels=0)
+                    log.info("slow_start_stopped", daemonset=key, skipped=skipped, failed=len(failures))
+                return
+
+    async def _delete_one(self, key: str, ds: Mapping[str, Any], ref: PodRef) -> str | None:
+        try:
+            # Not retried in place on 5xx: the delete was planned against this sync's cache
+            # (a rolling update's budget, a node's eligibility), and a retry seconds later
+            # would carry out a stale decision. The failed sync is requeued and plans again.
+            await self.client.delete(PODS, ref.name, namespace=ref.namespace,
+                                     preconditions_uid=ref.uid or None, retry_server_errors=False)
+        except errors.NotFound:
+            self.expectations.deletion_observed(key)
+            return None
+        except errors.ApiError as exc:
+            self.expectations.deletion_observed(key)
+            self._signals.report(ds, DELETE_POD, exc, name=ref.name, namespace=ref.namespace)
+            return f"{exc.reason or exc.status}: {exc.message}"
+        self.recorder.record(ds, "Normal", "SuccessfulDelete", f"Deleted pod: {ref.name}")
+        return None
+
+    async def _delete_all(
+        self, *, key: str, ds: Mapping[str, Any], pods: list[PodRef], result: ExecutionResult
+    ) -> None:
+        outcomes = await asyncio.gather(*(self._delete_one(key, ds, ref) for ref in pods))
+        for ref, err in zip(pods, outcomes, strict=True):
+            if err is None:
+                result.deleted += 1
+            else:
+                result.errors.append(f"delete {ref.namespace}/{ref.name}: {err}")

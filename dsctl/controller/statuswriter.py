@@ -1,0 +1,146 @@
+"""The status stage of a sync: counters, conditions, and the one PUT of the status subresource.
+
+A status is written only when it changed. Its conditions come from three places:
+``ReplicaFailure`` from the writes that failed in this sync (``WriteSignals``), cleared once a
+sync's writes all went through; ``Progressing`` from the rollout (``ProgressTracker``); and the
+plan's own condition when the sync could not act (``Invalid``, a revision out of range).
+
+The writer remembers what its last write returned: right after a status write the informer
+still holds the previous version, and writing the next status from it would only earn a 409
+and a GET (see ``freshest``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from dsctl.daemonset.access import meta as meta_of
+from dsctl.daemonset.conditions import INVALID, REPLICA_FAILURE, set_condition, without_condition
+from dsctl.daemonset.plan import soonest
+from dsctl.daemonset.status import availability_requeue, status_changed, status_with
+from dsctl.daemonset.syncplan import ConditionWrite, StatusPlan
+from dsctl.informer import object_key
+from dsctl.kube import errors
+from dsctl.kube.resources import Resource
+
+from .apiclient import SyncClient
+from .metrics import StatusMetrics
+from .progresstracker import ProgressTracker
+from .writes import UPDATE_STATUS, Failure, WriteSignals
+
+__all__ = ["StatusWriter"]
+
+Obj = Mapping[str, Any]
+
+
+class StatusWriter:
+    """One per controller; every status write of a sync goes through it."""
+
+    def __init__(
+        self, *, client: SyncClient, resource: Resource, signals: WriteSignals, progress: ProgressTracker,
+        metrics: StatusMetrics, on_written: Callable[[str, Obj], None], wall: Callable[[], float],
+    ) -> None:
+        self._client = client
+        self._resource = resource
+        self._signals = signals
+        self._progress = progress
+        self._metrics = metrics
+        self._on_written = on_written
+        self._wall = wall
+        # key -> (resourceVersion replaced by our last write, the object that write returned)
+        self._written: dict[str, tuple[str, Obj]] = {}
+
+    def forget(self, key: str) -> None:
+        """Drop what is kept for a deleted DaemonSet."""
+        self._written.pop(key, None)
+        self._metrics.forget(key)
+        self._progress.forget(key)
+
+    def freshest(self, key: str, cached: Obj) -> Obj:
+        """The cached DaemonSet, or the one our last status write returned if the cache lags it."""
+        entry = self._written.get(key)
+        if entry is None:
+            return cached
+        replaced, written = entry
+        if str(meta_of(cached).get("resourceVersion", "")) == replaced:
+            return written
+        del self._written[key]
+        return cached
+
+    async def write(self, ds: Obj, plan: StatusPlan, hash_: str, *, writes_ok: bool) -> float | None:
+        """Write the counters of ``plan`` if anything changed; returns a requeue for
+        minReadySeconds or the progress deadline, if any.
+
+        A write that failed in this sync sets ``ReplicaFailure``; ``writes_ok`` (every write the
+        sync needed went through) clears it; otherwise it is left as it was.
+        """
+        key = object_key(ds)
+        meta = meta_of(ds)
+        generation = int(meta.get("generation") or 0)
+        now = self._wall()
+        status = plan.counters
+        self._metrics.observe(key, status)
+        failure = self._signals.take(key)
+
+        def conditions(current: Mapping[str, Any] | None) -> tuple[dict[str, Any], float | None]:
+            kept = _with_failure(without_condition(current, INVALID), failure, clear=writes_ok, now=now)
+            return self._progress.condition(ds, kept, status, hash_, created=plan.created_revision, now=now)
+
+        old = ds.get("status") or {}
+        base, deadline_requeue = conditions(old)
+        observed = generation if plan.observed else None
+        if status_changed(old, status, generation=generation if plan.observed else 0) or base != old:
+            try:
+                await self.put(ds, status_with(base, status, observed_generation=observed), expected=(errors.Conflict,))
+            except errors.Conflict:
+                live = await self._client.get(self._resource, meta["name"], namespace=meta.get("namespace"))
+                live_base, _ = conditions(live.get("status"))
+                await self.put(live, status_with(live_base, status, observed_generation=observed))
+        return soonest(availability_requeue(ds, status), deadline_requeue)
+
+    async def write_condition(self, ds: Obj, condition: ConditionWrite) -> None:
+        """Set one condition, the counters untouched (a sync that could not act)."""
+        old = ds.get("status") or {}
+        wanted = set_condition(old, condition.type, reason=condition.reason, message=condition.message,
+                               now=self._wall())
+        if wanted != old:
+            await self.put(ds, wanted)
+
+    async def write_failure(self, ds: Obj) -> None:
+        """After a write failed before the status stage (ownership, history): set
+        ``ReplicaFailure`` alone, so the stall shows in ``kubectl describe`` even though no
+        counters were written. A failure of this write is signalled and otherwise ignored."""
+        failure = self._signals.take(object_key(ds))
+        if failure is None:
+            return
+        old = ds.get("status") or {}
+        wanted = _with_failure(old, failure, clear=False, now=self._wall())
+        if wanted != old:
+            try:
+                await self.put(ds, wanted, expected=(errors.Conflict,))
+            except errors.ApiError:
+                return
+
+    async def put(self, ds: Obj, status: Mapping[str, Any], *,
+                  expected: tuple[type[errors.ApiError], ...] = ()) -> None:
+        """PUT the status subresource and remember the result (see ``freshest``).
+
+        A failure is signalled (event, metric, log) unless it is one of ``expected``."""
+        meta = meta_of(ds)
+        async with self._signals.guard(ds, UPDATE_STATUS, name=str(meta["name"]), expected=expected):
+            written = await self._client.update_status(self._resource, {**ds, "status": status},
+                                                       namespace=meta.get("namespace"))
+        key = object_key(ds)
+        self._written[key] = (str(meta.get("resourceVersion", "")), written)
+        self._on_written(key, written)
+
+
+def _with_failure(status: Mapping[str, Any] | None, failure: Failure | None, *, clear: bool,
+                  now: float) -> dict[str, Any]:
+    """``status`` with ``ReplicaFailure`` set for ``failure``, removed when ``clear``, else as is."""
+    if failure is not None:
+        return set_condition(status, REPLICA_FAILURE, reason=failure.reason, message=failure.message, now=now)
+    if clear:
+        return without_condition(status, REPLICA_FAILURE)
+    return dict(status or {})

@@ -1,0 +1,214 @@
+"""The reconciler: ``sync(key)`` reads one snapshot, plans it, and hands the plan to the executor.
+
+Built from read-only listers, a narrow client (through the executor), clocks, and the runtime
+state that outlives one sync: expectations, in-place patches in flight, failed-pod backoff,
+each DaemonSet's last ``NodeTable`` and the changes since (``ChangeLog``). It owns no task and
+starts nothing; ``DaemonSetController`` wires it to informers, handlers, queue and workers, as
+controller-runtime separates a ``Reconciler`` from its ``Controller``.
+
+The one order of a sync is ``syncplan.plan_sync`` (deciding) followed by ``SyncExecutor.run``
+(doing). This module only builds the snapshot, keeps the tables, and every
+``recount_seconds`` plans a DaemonSet both ways to prove the incremental table right.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import structlog
+
+from dsctl.daemonset.backoff import FailedPodBackoff
+from dsctl.daemonset.eligibility import Eligibility, Fit
+from dsctl.daemonset.expectations import Expectations
+from dsctl.daemonset.inplacewait import PendingPatches
+from dsctl.daemonset.nodeplan import NodeTable
+from dsctl.daemonset.syncplan import SyncPlan, SyncSnapshot, plan_sync
+from dsctl.informer import ReadOnlyStore
+from dsctl.kube.resources import Resource
+
+from .cacheview import CacheView
+from .changes import ChangeLog
+from .executor import SyncExecutor, SyncReport
+from .joinorder import JoinOrder
+from .metrics import PlanMetrics
+from .outcome import Done, Outcome
+from .statuswriter import StatusWriter
+from .writes import WriteSignals
+
+__all__ = ["Syncer", "SyncerState"]
+
+log = structlog.get_logger(__name__)
+
+Obj = Mapping[str, Any]
+
+RECOUNT_SECONDS = 120.0
+"""How often a DaemonSet is planned from scratch and compared with its incremental table."""
+
+
+@dataclass
+class SyncerState:
+    """Runtime state that outlives one sync (all of it owned here, none of it in the domain)."""
+
+    expectations: Expectations
+    pending_patches: PendingPatches
+    backoff: FailedPodBackoff
+    changes: ChangeLog
+    join_order: JoinOrder
+
+
+class _Fits:
+    """Eligibility verdicts of one DaemonSet generation, reused while a node's version is unchanged."""
+
+    __slots__ = ("generation", "rules", "verdicts")
+
+    def __init__(self, generation: int, rules: Eligibility) -> None:
+        self.generation = generation
+        self.rules = rules
+        self.verdicts: dict[str, tuple[str, Fit]] = {}
+
+    def fit(self, node: Obj) -> Fit:
+        meta = node["metadata"]
+        name, rv = meta["name"], str(meta.get("resourceVersion", ""))
+        hit = self.verdicts.get(name)
+        if hit is not None and hit[0] == rv and rv:
+            return hit[1]
+        verdict = self.rules.check(node)
+        self.verdicts[name] = (rv, verdict)
+        return verdict
+
+
+class Syncer:
+    """``sync(key)`` for one controller; one call at a time per key (the queue's guarantee)."""
+
+    def __init__(
+        self,
+        *,
+        resource: Resource,
+        daemonsets: ReadOnlyStore,
+        view: CacheView,
+        pods: ReadOnlyStore,
+        state: SyncerState,
+        executor: SyncExecutor,
+        status: StatusWriter,
+        signals: WriteSignals,
+        metrics: PlanMetrics,
+        global_burst: int,
+        priority_of: Callable[[Obj], int],
+        wall: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+        recount_seconds: float = RECOUNT_SECONDS,
+        incremental: bool = True,
+    ) -> None:
+        self._resource = resource
+        self._daemonsets = daemonsets
+        self._view = view
+        self._pods = pods
+        self._state = state
+        self._executor = executor
+        self._status = status
+        self._signals = signals
+        self._metrics = metrics
+        self._global_burst = global_burst
+        self._priority_of = priority_of
+        self._wall = wall
+        self._monotonic = monotonic
+        self._recount_seconds = recount_seconds
+        self._incremental = incremental
+        self._tables: dict[str, tuple[NodeTable, float]] = {}
+        self._fits: dict[str, _Fits] = {}
+
+    def forget_uid(self, uid: str) -> None:
+        """A DaemonSet object went away: drop its backoff and eligibility memory."""
+        self._state.backoff.forget(uid)
+        self._fits.pop(uid, None)
+
+    async def sync(self, key: str, sync_id: str = "") -> Outcome:
+        """Reconcile one DaemonSet."""
+        started = self._monotonic()
+        try:
+            return await self._sync(key, sync_id or uuid.uuid4().hex[:8], started)
+        finally:
+            if len(self._state.join_order):
+                self._state.join_order.synced(key, started=started)
+
+    async def _sync(self, key: str, sync_id: str, started: float) -> Outcome:
+        state = self._state
+        cached = self._daemonsets.get(key)
+        if cached is None:
+            self._forget(key)
+            return Done()
+        # Everything from here to plan_sync is synchronous: the plan sees one state of the caches.
+        plan = self._plan(key, {**self._status.freshest(key, cached), "apiVersion": self._resource.api_version,
+                                "kind": self._resource.kind})
+        if plan.pods.creates and len(state.join_order):
+            held = state.join_order.hold_back(key, self._priority_of(plan.ds), plan.pods, now=self._monotonic())
+            plan = replace(plan, pods=held)
+        report = SyncReport()
+        outcome = await self._executor.run(key, plan, report)
+        if plan.act:
+            wrote = report.created or report.deleted or report.patched or report.errors
+            emit = log.info if wrote else log.debug
+            emit("sync", key=key, sync_id=sync_id, duration_ms=round((self._monotonic() - started) * 1000, 2),
+                 mode="full" if plan.full else "incremental", planned_nodes=plan.replanned,
+                 creates=report.created, deletes=report.deleted, in_place=report.patched,
+                 hash=plan.history.hash if plan.history else "", errors=report.errors,
+                 status_only=plan.status_only)
+        return outcome
+
+    def _plan(self, key: str, ds: Obj) -> SyncPlan:
+        state = self._state
+        satisfied = state.expectations.satisfied(key) and state.pending_patches.satisfied(key, self._pods.get)
+        changed = state.changes.take(key)
+        kept = self._tables.get(key)
+        previous = kept[0] if kept is not None else None
+        now_mono = self._monotonic()
+        recount = kept is not None and now_mono - kept[1] >= self._recount_seconds
+        snapshot = SyncSnapshot(ds=ds, view=self._view, satisfied=satisfied, now=self._wall(),
+                                backoff=state.backoff, fit=self._fits_of(ds).fit, global_burst=self._global_burst,
+                                previous=previous, changed=changed if self._incremental and not recount else None)
+        plan = plan_sync(snapshot)
+        if recount and changed is not None and self._incremental:
+            self._compare(key, plan, plan_sync(replace(snapshot, changed=changed)))
+        self._metrics.planned(full=plan.full, nodes=plan.replanned)
+        if plan.table is None:
+            self._tables.pop(key, None)
+        elif plan.full:
+            self._tables[key] = (plan.table, now_mono)
+        else:
+            self._tables[key] = (plan.table, kept[1] if kept is not None else now_mono)
+        return plan
+
+    def _compare(self, key: str, full: SyncPlan, incremental: SyncPlan) -> None:
+        """The recount: the full plan is used; a difference is counted and logged."""
+        if full.table is None or incremental.table is None:
+            return
+        same = (full.table.totals == incremental.table.totals
+                and set(full.pods.creates) == set(incremental.pods.creates)
+                and {r.uid for r in full.pods.deletes} == {r.uid for r in incremental.pods.deletes})
+        if not same:
+            self._metrics.mismatch()
+            log.warning("incremental_plan_mismatch", key=key, full=full.table.totals,
+                        incremental=incremental.table.totals,
+                        creates=sorted(set(full.pods.creates) ^ set(incremental.pods.creates))[:10])
+
+    def _fits_of(self, ds: Obj) -> _Fits:
+        meta = ds["metadata"]
+        uid, generation = str(meta.get("uid", "")), int(meta.get("generation") or 0)
+        fits = self._fits.get(uid)
+        if fits is None or fits.generation != generation:
+            fits = _Fits(generation, Eligibility.of(ds))
+            self._fits[uid] = fits
+        return fits
+
+    def _forget(self, key: str) -> None:
+        state = self._state
+        state.expectations.delete(key)
+        state.pending_patches.delete(key)
+        state.changes.forget(key)
+        self._signals.take(key)
+        self._status.forget(key)
+        self._tables.pop(key, None)

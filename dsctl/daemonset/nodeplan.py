@@ -1,0 +1,174 @@
+"""Per-node planning, and the table that lets a sync re-plan only the nodes that changed.
+
+Manage and status are sums over nodes: what one node needs (``manage.manage_node``) and what
+it adds to the counters (``status.node_counts``) depend only on the node, the DaemonSet's
+pods that target it, and a few DaemonSet-wide values, the ``Basis``. A ``NodeTable`` keeps
+each node's ``NodeOutcome`` with running totals, so after one node changed a sync computes one
+outcome, not five thousand.
+
+Three things make an outcome depend on more than its node and pods, and each is handled here:
+
+- The basis (template generation, revision hash, surge, minReadySeconds, the DaemonSet's UID
+  and observed generation): a different basis makes ``updated`` start from an empty table.
+- Time and backoff: a node with a failed pod, a manage requeue, or a Ready pod still waiting
+  out ``minReadySeconds`` is *volatile*; every sync re-plans the volatile nodes.
+- Nothing else. Whoever calls ``updated`` must name every node whose object or pods changed
+  since the table was made; ``dsctl.controller.changes`` collects them from the informers.
+
+A table built from scratch and a table updated step by step over the same history are equal
+(``tests/unit/daemonset/test_nodeplan_property.py`` checks it over random event sequences).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from dsctl.daemonset.access import deletion_timestamp, is_map, phase
+from dsctl.daemonset.backoff import BackoffView
+from dsctl.daemonset.eligibility import Fit
+from dsctl.daemonset.manage import manage_node
+from dsctl.daemonset.plan import Plan, Status, merge_plans
+from dsctl.daemonset.status import NO_COUNTS, Counts, node_counts, status_of
+from dsctl.daemonset.template import is_pod_updated
+from dsctl_api.pods import is_pod_available, is_pod_ready
+
+__all__ = ["Basis", "NodeOutcome", "NodeTable", "plan_node"]
+
+Obj = Mapping[str, Any]
+
+
+class Basis(NamedTuple):
+    """The DaemonSet-wide inputs of every node's outcome; a change invalidates them all."""
+
+    uid: str
+    generation: int
+    observed_generation: int
+    hash: str
+    template_generation: int | None
+    surge: bool
+    min_ready: int
+
+
+@dataclass(frozen=True, slots=True)
+class NodeOutcome:
+    """One node's share of a sync.
+
+    ``fit`` None: the cache does not know the node (its unbound pods are deleted).
+    ``pods``: the DaemonSet's claimed pods targeting the node, as planned on.
+    ``old``: some live pod there is of another revision (the rolling update has work).
+    """
+
+    node: str
+    fit: Fit | None
+    pods: tuple[Obj, ...]
+    manage: Plan
+    counts: Counts
+    volatile: bool
+    old: bool
+
+
+def plan_node(
+    ds: Obj, basis: Basis, node: str, fit: Fit | None, pods: Sequence[Obj], *, now: float, backoff: BackoffView
+) -> NodeOutcome:
+    """The outcome of one node under ``basis`` at ``now``."""
+    live = tuple(p for p in pods if is_map(p))
+    manage = manage_node(ds, node, fit, live, hash=basis.hash, now=now, backoff=backoff, surge=basis.surge,
+                         min_ready=basis.min_ready)
+    counts = node_counts(fit, live, min_ready=basis.min_ready, hash=basis.hash,
+                         generation=basis.template_generation, now=now)
+    volatile = manage.requeue_after is not None
+    old = False
+    for pod in live:
+        if deletion_timestamp(pod):
+            continue
+        if not old and not is_pod_updated(pod, basis.hash, basis.template_generation):
+            old = True
+        if volatile:
+            continue
+        waiting = basis.min_ready > 0 and is_pod_ready(pod) and not is_pod_available(pod, basis.min_ready, now)
+        volatile = waiting or phase(pod) == "Failed"
+    return NodeOutcome(node=node, fit=fit, pods=live, manage=manage, counts=counts, volatile=volatile, old=old)
+
+
+def _add(a: Counts, b: Counts, sign: int) -> Counts:
+    return (a[0] + sign * b[0], a[1] + sign * b[1], a[2] + sign * b[2], a[3] + sign * b[3],
+            a[4] + sign * b[4], a[5] + sign * b[5])
+
+
+@dataclass(frozen=True, slots=True)
+class NodeTable:
+    """Every known node's outcome for one DaemonSet, with the sums a sync needs.
+
+    Frozen: ``updated`` returns a new table (one dict copy, no per-node work for the nodes
+    that did not change). Nodes without a node object and without pods are not kept.
+    """
+
+    basis: Basis | None = None
+    outcomes: Mapping[str, NodeOutcome] = field(default_factory=dict)
+    totals: Counts = NO_COUNTS
+    acting: frozenset[str] = frozenset()
+    """Nodes whose manage plan is not empty."""
+    volatile: frozenset[str] = frozenset()
+    old: int = 0
+    """How many nodes hold a live pod of another revision."""
+
+    def updated(self, outcomes: Iterable[NodeOutcome], *, gone: Iterable[str] = ()) -> NodeTable:
+        """This table with ``outcomes`` replacing their nodes' entries and ``gone`` dropped."""
+        table = dict(self.outcomes)
+        totals = self.totals
+        acting, volatile = set(self.acting), set(self.volatile)
+        old = self.old
+
+        def drop(node: str) -> None:
+            nonlocal totals, old
+            previous = table.pop(node, None)
+            if previous is None:
+                return
+            totals = _add(totals, previous.counts, -1)
+            old -= previous.old
+            acting.discard(node)
+            volatile.discard(node)
+
+        for node in gone:
+            drop(node)
+        for outcome in outcomes:
+            node = outcome.node
+            drop(node)
+            if outcome.fit is None and not outcome.pods:
+                continue
+            table[node] = outcome
+            totals = _add(totals, outcome.counts, 1)
+            old += outcome.old
+            if not outcome.manage.empty:
+                acting.add(node)
+            if outcome.volatile:
+                volatile.add(node)
+        return NodeTable(basis=self.basis, outcomes=table, totals=totals, acting=frozenset(acting),
+                         volatile=frozenset(volatile), old=old)
+
+    def rebased(self, basis: Basis) -> NodeTable:
+        """An empty table for ``basis``."""
+        return NodeTable(basis=basis)
+
+    def manage_plan(self) -> Plan:
+        """The manage plan of the whole DaemonSet: the acting nodes' plans in node-name order."""
+        return merge_plans(self.outcomes[node].manage for node in sorted(self.acting))
+
+    def should_run(self) -> list[str]:
+        """Nodes where the pod should run (for the rolling update's budgets)."""
+        return [n for n, o in self.outcomes.items() if o.fit is not None and o.fit.should_run]
+
+    def pods_by_node(self) -> dict[str, Sequence[Obj]]:
+        """The claimed pods by target node, as planned on."""
+        return {n: o.pods for n, o in self.outcomes.items() if o.pods}
+
+    def all_pods(self) -> Iterable[Obj]:
+        """Every claimed pod in the table."""
+        for outcome in self.outcomes.values():
+            yield from outcome.pods
+
+    def status(self) -> Status:
+        """The counters as a ``plan.Status``."""
+        return status_of(self.totals)

@@ -1,0 +1,376 @@
+"""One sync of one DaemonSet, decided in one pure call: ``plan_sync(snapshot) -> SyncPlan``.
+
+This is the only place where the order of a sync is decided, and it follows upstream's
+``syncDaemonSet``:
+
+1. The DaemonSet is gone: nothing to plan (the caller forgets its state).
+2. An empty selector: a ``SelectingAll`` warning and nothing else. Being deleted: nothing.
+   A spec no sync can act on (``validation``): warnings and the ``Invalid`` condition.
+3. Claim pods and revisions (adopt matching orphans, release strays), then history: the
+   current revision hash and the revision writes that keep history consistent.
+4. Expectations not yet satisfied, or pods being relabelled to a kept revision: status only,
+   without raising ``observedGeneration``.
+5. Otherwise manage; if manage writes nothing, the rolling update for the RollingUpdate
+   strategy; history cleanup once every pod write went through.
+6. Status, and the requeue.
+
+The ``SyncPlan`` carries all of that, and ``dsctl.controller.executor.SyncExecutor.run`` carries
+it out in the same order, stopping at the first failed stage.
+
+Planning is incremental: a snapshot names the nodes that changed since the previous plan
+(``SyncSnapshot.changed``) and carries that plan's ``NodeTable``; only those nodes, the
+volatile ones and the nodes of adoptable orphans are re-planned (``nodeplan``). Without
+them, or when the basis changed, every node is planned, and the result is the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
+
+from dsctl.daemonset import history as hist
+from dsctl.daemonset.access import as_int, as_map, deletion_timestamp, is_map, min_ready_seconds, phase
+from dsctl.daemonset.backoff import BackoffView
+from dsctl.daemonset.conditions import INVALID, REPLICA_FAILURE
+from dsctl.daemonset.controls import InvalidControl, RolloutControls, rollout_controls
+from dsctl.daemonset.eligibility import Fit
+from dsctl.daemonset.inplace import templates_by_hash
+from dsctl.daemonset.manage import allows_surge
+from dsctl.daemonset.nodeplan import Basis, NodeOutcome, NodeTable, plan_node
+from dsctl.daemonset.ownership import adopt_patch, claim, release_patch
+from dsctl.daemonset.plan import Event, Plan, Status, merge_plans, soonest
+from dsctl.daemonset.speclimits import burst_replicas, effective_burst
+from dsctl.daemonset.status import availability_requeue
+from dsctl.daemonset.template import target_node, template_generation
+from dsctl.daemonset.update import InvalidRollout, plan_rolling_update
+from dsctl.daemonset.validation import validate_daemonset
+from dsctl_api.labels import Selector, SelectorError, selector_from_label_selector
+from dsctl_api.pods import controller_ref
+
+__all__ = [
+    "ClusterView",
+    "ConditionWrite",
+    "OwnershipWrite",
+    "StatusPlan",
+    "SyncPlan",
+    "SyncSnapshot",
+    "plan_sync",
+]
+
+Obj = Mapping[str, Any]
+_TERMINAL = ("Failed", "Succeeded")
+_SELECTING_ALL = "This daemon set is selecting all pods. A non-empty selector is required."
+
+
+class ClusterView(Protocol):
+    """Read-only access to the caches, read synchronously while a plan is made."""
+
+    def nodes(self) -> Iterable[Obj]: ...
+
+    def node(self, name: str) -> Obj | None: ...
+
+    def pods_on_node(self, node: str) -> Iterable[Obj]:
+        """Every cached pod whose target node (``template.target_node``) is ``node``."""
+        ...
+
+    def owned_pods(self, uid: str) -> Iterable[Obj]: ...
+
+    def orphan_pods(self, namespace: str) -> Iterable[Obj]: ...
+
+    def owned_revisions(self, uid: str) -> Iterable[Obj]: ...
+
+    def orphan_revisions(self, namespace: str) -> Iterable[Obj]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SyncSnapshot:
+    """Everything one plan is made from. Build it with no await between reading the
+    expectations (``satisfied``) and handing it to ``plan_sync``: "satisfied" must mean "this
+    snapshot shows every write the controller made"."""
+
+    ds: Obj
+    """The DaemonSet, with ``apiVersion`` and ``kind`` set."""
+    view: ClusterView
+    satisfied: bool
+    now: float
+    backoff: BackoffView
+    fit: Callable[[Obj], Fit]
+    """The DaemonSet's eligibility verdict for a node (the caller may cache it by node version)."""
+    global_burst: int = 250
+    previous: NodeTable | None = None
+    changed: frozenset[str] | None = None
+    """Nodes whose object or pods changed since ``previous`` was made; None: plan every node."""
+
+
+@dataclass(frozen=True, slots=True)
+class OwnershipWrite:
+    """Adopt or release one pod or revision: a strategic merge patch."""
+
+    kind: Literal["pods", "revisions"]
+    name: str
+    namespace: str
+    patch: dict[str, Any]
+    adopt: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ConditionWrite:
+    """Set one condition on the status and nothing else (the sync could not act)."""
+
+    type: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class StatusPlan:
+    """The counters to write; ``observed`` raises ``observedGeneration`` (an acting sync)."""
+
+    counters: Status
+    observed: bool
+    created_revision: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SyncPlan:
+    """What one sync does, in the order ``SyncExecutor.run`` does it.
+
+    ``terminal`` set: nothing to retry until the DaemonSet changes. ``act`` False: the plan
+    stops after ``condition`` (or does nothing at all).
+    """
+
+    ds: Obj
+    act: bool = False
+    events: tuple[Event, ...] = ()
+    condition: ConditionWrite | None = None
+    terminal: str | None = None
+    recheck_owner: bool = False
+    ownership: tuple[OwnershipWrite, ...] = ()
+    history: hist.HistoryPlan | None = None
+    pods: Plan = field(default_factory=Plan)
+    burst: int = 250
+    cleanup: tuple[str, ...] = ()
+    status: StatusPlan | None = None
+    requeue_after: float | None = None
+    requeue_now: bool = False
+    table: NodeTable | None = None
+    full: bool = True
+    """Every node was planned (no previous table could be used)."""
+    replanned: int = 0
+    """How many nodes were planned."""
+
+    @property
+    def status_only(self) -> bool:
+        """Expectations pending or pods being relabelled: no pod writes, status not observed."""
+        return self.status is not None and not self.status.observed
+
+
+def plan_sync(snapshot: SyncSnapshot) -> SyncPlan:
+    """Decide one sync; see the module docstring for the order."""
+    ds = snapshot.ds
+    meta, spec = as_map(ds.get("metadata")), as_map(ds.get("spec"))
+    selector = _selector(spec)
+    if selector is not None and selector.empty:
+        return SyncPlan(ds=ds, events=(Event("Warning", "SelectingAll", _SELECTING_ALL),))
+    if deletion_timestamp(ds):
+        return SyncPlan(ds=ds)
+    problems = validate_daemonset(ds)
+    if problems or selector is None:
+        message = "; ".join(str(p) for p in problems) or "spec.selector: unreadable"
+        return SyncPlan(ds=ds, events=tuple(Event("Warning", "InvalidSpec", str(p)) for p in problems[:5]),
+                        condition=ConditionWrite(INVALID, "InvalidSpec", message),
+                        terminal=message)
+    uid, namespace = str(meta.get("uid") or ""), str(meta.get("namespace") or "")
+    api_version, kind = str(ds.get("apiVersion") or "apps/v1"), str(ds.get("kind") or "DaemonSet")
+    events: list[Event] = []
+    ownership: list[OwnershipWrite] = []
+
+    revisions = _claim(ds, snapshot.view.owned_revisions(uid), snapshot.view.orphan_revisions(namespace),
+                       selector, kind="revisions", events=events, ownership=ownership,
+                       api_version=api_version, ds_kind=kind)
+    try:
+        history = hist.plan_history(ds=ds, revisions=revisions, pods=_lazy(snapshot.view.owned_pods, uid),
+                                    api_version=api_version, kind=kind)
+    except hist.RevisionOverflow as exc:
+        return SyncPlan(ds=ds, events=(*events, Event("Warning", "RevisionOutOfRange", str(exc))),
+                        condition=ConditionWrite(REPLICA_FAILURE, "RevisionOutOfRange", str(exc)), terminal=str(exc))
+
+    basis = Basis(uid=uid, generation=as_int(meta.get("generation")),
+                  observed_generation=as_int(as_map(ds.get("status")).get("observedGeneration")),
+                  hash=history.hash, template_generation=template_generation(ds), surge=allows_surge(ds),
+                  min_ready=min_ready_seconds(ds))
+    table, full, replanned = _plan_nodes(snapshot, selector, basis, events=events, ownership=ownership,
+                                         api_version=api_version, kind=kind)
+    recheck = any(w.adopt for w in ownership)
+    counters = table.status()
+    created = history.create is not None
+    common = SyncPlan(ds=ds, act=True, recheck_owner=recheck, ownership=tuple(ownership), history=history,
+                      table=table, full=full, replanned=replanned)
+    if not snapshot.satisfied or history.pod_patches:
+        # Pods relabelled to the kept revision still show the old hashes in this snapshot: a
+        # rolling update planned on it would replace pods that are current.
+        return replace(common, events=tuple(events),
+                       status=StatusPlan(counters, observed=False, created_revision=created),
+                       requeue_now=bool(history.pod_patches))
+
+    pods = table.manage_plan()
+    if not pods.has_writes:
+        pods = _with_rolling_update(ds, table, history, pods, view=snapshot.view, now=snapshot.now,
+                                    events=events)
+    burst = _burst(ds, snapshot.global_burst, events)
+    cleanup = tuple(hist.plan_history_cleanup(ds=ds, old_revisions=history.old,
+                                              pods=_all_pods(snapshot.view, uid, table))) if history.old else ()
+    return replace(common, events=tuple(events), pods=pods, burst=burst, cleanup=cleanup,
+                   status=StatusPlan(counters, observed=True, created_revision=created),
+                   requeue_after=soonest(pods.requeue_after, availability_requeue(ds, counters)))
+
+
+# -- claim ------------------------------------------------------------------------------------
+
+
+def _selector(spec: Mapping[str, Any]) -> Selector | None:
+    try:
+        return selector_from_label_selector(spec.get("selector"))
+    except (SelectorError, TypeError, ValueError):
+        return None
+
+
+def _claim(
+    ds: Obj, owned: Iterable[Obj], orphans: Iterable[Obj], selector: Selector, *, kind: Literal["pods", "revisions"],
+    events: list[Event], ownership: list[OwnershipWrite], api_version: str, ds_kind: str,
+) -> list[Obj]:
+    """The objects ``ds`` owns once the planned adoptions and releases are done."""
+    meta = as_map(ds.get("metadata"))
+    uid, namespace = str(meta.get("uid") or ""), str(meta.get("namespace") or "")
+    verdict = claim([*owned, *orphans], owner_uid=uid, selector=selector, owner_namespace=namespace,
+                    owner_deleting=bool(deletion_timestamp(ds)))
+    result = list(verdict.owned)
+    for obj in verdict.to_adopt:
+        refusal = hist.adoption_refusal(obj) if kind == "revisions" else None
+        if refusal is not None:
+            events.append(Event("Warning", "RevisionOutOfRange", refusal))
+            continue
+        obj_meta = as_map(obj.get("metadata"))
+        ownership.append(OwnershipWrite(kind, str(obj_meta.get("name") or ""), str(obj_meta.get("namespace") or ""),
+                                        adopt_patch(ds, obj, api_version=api_version, kind=ds_kind), adopt=True))
+        result.append(obj)
+    for obj in verdict.to_release:
+        obj_meta = as_map(obj.get("metadata"))
+        ownership.append(OwnershipWrite(kind, str(obj_meta.get("name") or ""), str(obj_meta.get("namespace") or ""),
+                                        release_patch(uid, obj), adopt=False))
+    return result
+
+
+def _lazy(read: Callable[[str], Iterable[Obj]], arg: str) -> Iterable[Obj]:
+    yield from read(arg)
+
+
+def _all_pods(view: ClusterView, uid: str, table: NodeTable) -> Iterable[Obj]:
+    """Claimed pods plus owned ones the table leaves out (terminating, terminal, unplaced): a
+    pod on its way out still protects its revision from cleanup. Lazy: cleanup with nothing
+    to delete never walks them."""
+    yield from table.all_pods()
+    yield from view.owned_pods(uid)
+
+
+# -- nodes ------------------------------------------------------------------------------------
+
+
+def _plannable(pod: Obj) -> bool:
+    """Pods the planners see: objects with a target node, minus terminal ones being deleted."""
+    return is_map(pod) and not (deletion_timestamp(pod) and phase(pod) in _TERMINAL)
+
+
+def _plan_nodes(
+    snapshot: SyncSnapshot, selector: Selector, basis: Basis, *, events: list[Event],
+    ownership: list[OwnershipWrite], api_version: str, kind: str,
+) -> tuple[NodeTable, bool, int]:
+    """Claim pods and re-plan nodes: the changed ones with a usable previous table, else all."""
+    ds, view, now = snapshot.ds, snapshot.view, snapshot.now
+    meta = as_map(ds.get("metadata"))
+    uid, namespace = str(meta.get("uid") or ""), str(meta.get("namespace") or "")
+    previous = snapshot.previous
+    orphans = list(view.orphan_pods(namespace))
+    incremental = snapshot.changed is not None and previous is not None and previous.basis == basis
+    if incremental:
+        assert previous is not None and snapshot.changed is not None
+        nodes = set(snapshot.changed) | previous.volatile
+        nodes.update(n for o in orphans if (n := target_node(o)))
+        candidates = [p for n in nodes for p in view.pods_on_node(n) if _mine(p, uid)]
+        # Orphans without a target node are claimed too (adopted or left), never planned.
+        candidates.extend(o for o in orphans if not target_node(o))
+    else:
+        previous = NodeTable(basis=basis)
+        candidates = list(view.owned_pods(uid))
+        candidates.extend(orphans)
+    owned = _claim(ds, candidates, (), selector, kind="pods", events=events, ownership=ownership,
+                   api_version=api_version, ds_kind=kind)
+    by_node: dict[str, list[Obj]] = {}
+    for pod in owned:
+        target = target_node(pod) if _plannable(pod) else None
+        if target:
+            by_node.setdefault(target, []).append(pod)
+    if not incremental:
+        nodes = {str(as_map(n.get("metadata")).get("name") or "") for n in view.nodes()} | set(by_node)
+        nodes.discard("")
+    outcomes: list[NodeOutcome] = []
+    for name in sorted(nodes):
+        node = view.node(name)
+        fit = snapshot.fit(node) if node is not None else None
+        outcomes.append(plan_node(ds, basis, name, fit, by_node.get(name, ()), now=now, backoff=snapshot.backoff))
+    return previous.updated(outcomes), not incremental, len(outcomes)
+
+
+def _mine(pod: Obj, uid: str) -> bool:
+    """Owned by ``uid`` (or an orphan: the claim decides) and not someone else's."""
+    ref = controller_ref(pod)
+    return ref is None or ref.get("uid") == uid
+
+
+# -- rolling update, burst --------------------------------------------------------------------
+
+
+def _controls(ds: Obj, events: list[Event]) -> RolloutControls:
+    try:
+        return rollout_controls(ds)
+    except InvalidControl as exc:
+        events.append(Event("Warning", "InvalidRolloutControl",
+                            f"{exc.field}: {exc.message}; the rolling update is held until it is fixed"))
+        return RolloutControls(paused=True)
+
+
+def _with_rolling_update(ds: Obj, table: NodeTable, history: hist.HistoryPlan, manage: Plan, *,
+                         view: ClusterView, now: float, events: list[Event]) -> Plan:
+    """Manage's plan (which writes nothing) merged with the rolling update's.
+
+    The per-node pass runs only while some node holds a pod of another revision
+    (``NodeTable.old``); otherwise only the strategy is checked, as the full pass would.
+    """
+    controls = _controls(ds, events)
+    has_old = table.old > 0
+    should_run = table.should_run() if has_old else [""] * table.totals[0]
+    labels = None
+    if controls.selector is not None and has_old:
+        labels = {str(as_map(n.get("metadata")).get("name") or ""): as_map(as_map(n.get("metadata")).get("labels"))
+                  for n in view.nodes()}
+    old_templates = templates_by_hash(history.old) if controls.in_place and has_old else None
+    try:
+        update = plan_rolling_update(ds=ds, nodes_should_run=should_run,
+                                     pods_by_node=table.pods_by_node() if has_old else {}, hash=history.hash,
+                                     now=now, controls=controls, node_labels=labels,
+                                     old_templates=old_templates, has_old=has_old)
+    except InvalidRollout as exc:
+        events.append(Event("Warning", "InvalidRollout", f"{exc.field}: {exc.message}"))
+        return manage
+    return merge_plans([manage, update]) if not update.empty else manage
+
+
+def _burst(ds: Obj, global_burst: int, events: list[Event]) -> int:
+    """min(--burst-replicas, the DaemonSet's burstReplicas); an unreadable one is reported."""
+    try:
+        burst_replicas(ds)
+    except InvalidControl as exc:
+        events.append(Event("Warning", "InvalidRolloutControl",
+                            f"{exc.field}: {exc.message}; --burst-replicas applies"))
+    return effective_burst(ds, global_burst=global_burst)
