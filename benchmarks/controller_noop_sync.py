@@ -31,6 +31,7 @@ import io
 import pstats
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from common import (
@@ -46,15 +47,25 @@ from common import (
     write_result,
 )
 
+from dsctl.controller.cacheview import (
+    BY_TARGET_NODE,
+    ORPHANS_BY_NAMESPACE,
+    CacheView,
+    by_target_node,
+    orphans_by_namespace,
+)
 from dsctl.daemonset.backoff import FailedPodBackoff
 from dsctl.daemonset.eligibility import Eligibility
 from dsctl.daemonset.history import plan_history
+from dsctl.daemonset.inplace import IN_PLACE_ANNOTATION
 from dsctl.daemonset.manage import plan_manage
 from dsctl.daemonset.ownership import claim
 from dsctl.daemonset.podsort import group_by_node
 from dsctl.daemonset.status import compute_status, status_changed, status_with
+from dsctl.daemonset.syncplan import SyncSnapshot, plan_sync
 from dsctl.daemonset.template import new_pod
 from dsctl.daemonset.update import plan_rolling_update
+from dsctl.informer import BY_OWNER_UID, ReadOnlyStore, Store, by_owner_uid
 from dsctl.informer.projections import make_pod_projection, project_node
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS
@@ -183,6 +194,52 @@ def in_process(args: argparse.Namespace) -> dict[str, Any]:
     out["projected"]["cprofile_top"] = top_functions(profiler, limit=args.top)
     out["projected"]["cprofile_own_percent_by_file"] = by_file(profiler)
     out["pre_49502ed_cleanup_merge_cpu_ms"] = cleanup_merge_cost(p_objs)
+    return out
+
+
+def plan_sync_cost(args: argparse.Namespace) -> dict[str, Any]:
+    """``plan_sync`` as the controller calls it, over the controller's indexed caches: one sync
+    planned from scratch, and one planned incrementally after one node's labels changed."""
+    ds, nodes, pods, revision = synthetic(args.nodes)
+    ds["status"] = status_with({}, pipeline(ds, nodes, pods, revision)[0], observed_generation=1)
+    node_store = Store(transform=project_node)
+    pod_store = Store(indexers={BY_TARGET_NODE: by_target_node, BY_OWNER_UID: by_owner_uid,
+                                ORPHANS_BY_NAMESPACE: orphans_by_namespace},
+                      transform=make_pod_projection(keep_annotations=(IN_PLACE_ANNOTATION,)))
+    revision_store = Store(indexers={BY_OWNER_UID: by_owner_uid, ORPHANS_BY_NAMESPACE: orphans_by_namespace})
+    for node in nodes:
+        node_store.upsert(node)
+    for pod in pods:
+        pod_store.upsert(pod)
+    revision_store.upsert({**revision, "metadata": {**revision["metadata"], "ownerReferences": [
+        {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": ds["metadata"]["uid"],
+         "controller": True}]}})
+    view = CacheView(nodes=ReadOnlyStore(node_store), pods=ReadOnlyStore(pod_store),
+                     revisions=ReadOnlyStore(revision_store))
+    rules = Eligibility.of(ds)
+    base = SyncSnapshot(ds=ds, view=view, satisfied=True, now=1_790_000_100.0, backoff=FailedPodBackoff(),
+                        fit=rules.check)
+    full_plan = plan_sync(base)
+    assert full_plan.table is not None and not full_plan.pods.has_writes
+    touched = dict(nodes[args.nodes // 2])
+    touched["metadata"] = {**touched["metadata"], "resourceVersion": "999999",
+                           "labels": {**touched["metadata"].get("labels", {}), "touched": "yes"}}
+    node_store.upsert(touched)
+    one = replace(base, previous=full_plan.table, changed=frozenset({touched["metadata"]["name"]}))
+    out: dict[str, Any] = {}
+    for label, snapshot in (("full", base), ("incremental_one_node", one)):
+        plan_sync(snapshot)
+        gc.collect()
+        rounds = args.iterations if label == "full" else args.iterations * 50
+        start = time.process_time()
+        for _ in range(rounds):
+            plan = plan_sync(snapshot)
+        cpu = (time.process_time() - start) / rounds
+        assert not plan.pods.has_writes and plan.status is not None
+        out[label] = {"cpu_ms_per_plan": round(1000 * cpu, 3), "nodes_planned": plan.replanned}
+        log(f"plan_sync {label}", cpu_ms=out[label]["cpu_ms_per_plan"], planned=plan.replanned)
+    out["full_over_incremental"] = round(out["full"]["cpu_ms_per_plan"] /
+                                         max(out["incremental_one_node"]["cpu_ms_per_plan"], 1e-6), 1)
     return out
 
 
@@ -334,7 +391,8 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="py-spy the controller during the touches")
     parser.add_argument("--skip-end-to-end", action="store_true")
     args = parser.parse_args()
-    result: dict[str, Any] = {"benchmark": NAME, "environment": environment(), "in_process": in_process(args)}
+    result: dict[str, Any] = {"benchmark": NAME, "environment": environment(), "in_process": in_process(args),
+                              "plan_sync": plan_sync_cost(args)}
     if not args.skip_end_to_end:
         e2e = asyncio.run(end_to_end(args))
         result["end_to_end"] = e2e

@@ -4,31 +4,18 @@ Everything here is pure: plain JSON dicts and an explicit ``now`` in,
 frozen values out, no I/O, no awaits, no clock reads. Objects may be informer projections
 with fields missing; a malformed field is treated as absent, never raised on.
 
-One sync of one DaemonSet runs these steps in this order (``dsctl.controller.controller``
-applies them; it is the only place that turns these decisions into API calls):
-
-1. Read the DaemonSet from the cache. Missing: drop its expectations (and backoff) and stop.
-2. Empty selector: ``SelectingAll`` warning, touch nothing. Being deleted: stop, no status.
-   Unreconcilable spec (``validation.validate_daemonset``): Warning events and the
-   ``Invalid`` condition (``conditions``), touch nothing else.
-3. Claim pods (``ownership.claim``: adopt orphans after a live UID check, release strays),
-   group them (``podsort.group_by_node``), and compute history (``history``) to get the
-   current revision hash.
-4. Expectations unsatisfied (``expectations.Expectations.satisfied``): write status only,
-   without raising ``observedGeneration``.
-5. Otherwise ``manage.plan_manage``; if that plan issues no pod writes, the rolling update
-   (``update``) for the RollingUpdate strategy; then history cleanup. Each pod-writing plan
-   is sent with expectations set first, capped by ``manage.cap_burst``, creates in
-   ``manage.slow_start_batches``, then deletes.
-6. ``status.compute_status``; write it (``status.status_with``) only if
-   ``status.status_changed``; requeue after the soonest of the plans' ``requeue_after``
-   and ``status.availability_requeue``.
+The order of one sync is decided in one place, ``syncplan.plan_sync`` (its docstring lists
+the steps, following upstream's ``syncDaemonSet``), and carried out in the same order by
+``dsctl.controller.executor.SyncExecutor.run``. ``nodeplan`` lets a sync re-plan only the
+nodes that changed since the previous one.
 
 Public surface of the modules owned here (the rolling update and history planners live in
 ``update``, ``history`` and ``hashing``):
 
 - ``access``: the defensive field readers every planner goes through.
 - ``plan``: ``Plan``, ``PodRef``, ``Event``, ``Status``, ``merge_plans``, ``soonest``.
+- ``syncplan``: ``plan_sync``, ``SyncSnapshot``, ``SyncPlan``, ``ClusterView``.
+- ``nodeplan``: ``plan_node``, ``NodeTable``, ``Basis`` (incremental planning).
 - ``eligibility``: ``node_should_run(ds, node) -> Fit``, ``Eligibility.of(ds).check(node)``,
   ``evaluate_nodes(ds, nodes)``, ``verdicts(ds, nodes, fits)``, ``eligibility_signature(node)``.
 - ``tolerations``: ``daemon_tolerations``, ``with_daemon_tolerations``.
@@ -39,7 +26,7 @@ Public surface of the modules owned here (the rolling update and history planner
 - ``ownership``: ``claim``, ``adopt_patch``, ``release_patch``.
 - ``backoff``: ``FailedPodBackoff``, ``backoff_key``.
 - ``expectations``: ``Expectations``.
-- ``manage``: ``plan_manage``, ``slow_start_batches``, ``cap_burst``, ``BURST_REPLICAS``.
+- ``manage``: ``plan_manage``, ``manage_node``, ``slow_start_batches``, ``cap_burst``, ``BURST_REPLICAS``.
 - ``status``: ``compute_status``, ``status_changed``, ``status_with``, ``availability_requeue``.
 - ``validation``: ``validate_daemonset``; ``conditions``: ``set_condition``, ``without_condition``.
 - ``controls``: ``rollout_controls`` (partition, paused, selector, rollingUpdateType).

@@ -5,10 +5,10 @@ strategic-merge patch that restores one pod template (``kubectl rollout undo`` a
 verbatim) and a ``revision`` number; the highest number is the current template. The hash
 label on the current revision is what new pods carry and what the rolling update compares.
 
-Everything here is a pure decision over cached objects. The controller applies a
-``HistoryPlan`` in field order: ``updates`` (label fixes and renumbering, full bodies for a PUT
-with the cached resourceVersion), then ``create`` (the snapshot), then ``pod_patches``, then
-``deletes``. A create that fails with AlreadyExists is settled by ``resolve_create_conflict``.
+Everything here is a pure decision over cached objects. ``syncplan.plan_sync`` puts the
+``HistoryPlan`` into the sync's plan, and the order its writes go out in is written once, in
+``dsctl.controller.executor.SyncExecutor`` (stage 4). A create that fails with AlreadyExists
+is settled by ``resolve_create_conflict``.
 
 Revision data travels as Go's ``encoding/json`` writes it (``wire_body``), because
 kube-apiserver refuses an update whose ``data`` bytes differ from the stored ones. A new

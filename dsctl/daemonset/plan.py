@@ -1,9 +1,10 @@
 """The values that pure planners return and the controller executes.
 
 Every planner in ``dsctl.daemonset`` (manage, rolling update, status) is a function from
-objects already in the cache to one of these frozen values. The controller is the only place
-that turns a ``Plan`` into API calls, events, backoff steps and requeues, so planners can be
-tested table-driven without any fake client.
+objects already in the cache to one of these frozen values; ``syncplan.SyncPlan`` gathers
+them for one sync. ``dsctl.controller.executor`` is the only place that turns them into API
+calls, events, backoff steps and requeues, so planners are tested table-driven without any
+fake client.
 
 Conventions the executor relies on:
 
@@ -16,9 +17,9 @@ Conventions the executor relies on:
 - ``Plan.updates`` are in-place image updates (``rollingUpdateType: InPlaceIfPossible``), each
   naming the pod by UID and the resourceVersion it was planned on, both sent as the patch's
   preconditions, so it never touches a successor or a pod that changed since.
-- ``Plan.backoff_steps`` are failed-pod backoff keys the executor must advance
-  (``FailedPodBackoff.next(key, now=...)``) when it applies the plan; planners never mutate
-  backoff state themselves.
+- ``Plan.backoff_steps`` are failed-pod backoff keys the executor advances
+  (``FailedPodBackoff.next(key, now=...)``) before it sends the pod writes; planners never
+  mutate backoff state themselves.
 """
 
 from __future__ import annotations
