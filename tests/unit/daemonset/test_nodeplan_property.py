@@ -14,14 +14,14 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsctl.daemonset.backoff import FailedPodBackoff
 from dsctl.daemonset import history as hist
+from dsctl.daemonset.backoff import FailedPodBackoff
 from dsctl.daemonset.eligibility import Eligibility
 from dsctl.daemonset.nodeplan import NodeTable
 from dsctl.daemonset.syncplan import SyncPlan, SyncSnapshot, plan_sync
 from dsctl.daemonset.template import HASH_LABEL, target_node
 from dsctl_api.pods import controller_ref
-from tests.unit.daemonset.objects import DS_UID, T0, make_ds, make_node, make_pod, surge_strategy, taint
+from tests.unit.daemonset.objects import T0, make_ds, make_node, make_pod, surge_strategy, taint
 
 Obj = Mapping[str, Any]
 NODE_NAMES = [f"n{i}" for i in range(8)]

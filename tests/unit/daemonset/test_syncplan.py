@@ -1,0 +1,135 @@
+"""``plan_sync``: every branch of one sync, decided from a snapshot with no client at all."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dsctl.daemonset import history as hist
+from dsctl.daemonset.backoff import FailedPodBackoff
+from dsctl.daemonset.conditions import INVALID, REPLICA_FAILURE
+from dsctl.daemonset.eligibility import Eligibility
+from dsctl.daemonset.speclimits import BURST_ANNOTATION
+from dsctl.daemonset.syncplan import SyncPlan, SyncSnapshot, plan_sync
+from dsctl.daemonset.template import HASH_LABEL
+from tests.unit.daemonset.objects import DS_UID, T0, make_ds, make_node, make_pod
+from tests.unit.daemonset.test_nodeplan_property import DictView
+
+
+def _owned(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj["metadata"]
+    meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "foo", "uid": DS_UID,
+                                "controller": True}]
+    meta.setdefault("namespace", "default")
+    return obj
+
+
+def _world(ds: dict[str, Any], *, nodes: tuple[str, ...] = ("n1",), revision: bool = True) -> tuple[DictView, str]:
+    view = DictView()
+    for name in nodes:
+        view.node_objs[name] = make_node(name)
+    created = hist.plan_history(ds=ds, revisions=[]).create
+    assert created is not None
+    if revision:
+        view.revisions.append(_owned(created))
+    return view, created["metadata"]["labels"][HASH_LABEL]
+
+
+def _plan(ds: dict[str, Any], view: DictView, *, satisfied: bool = True) -> SyncPlan:
+    return plan_sync(SyncSnapshot(ds=ds, view=view, satisfied=satisfied, now=T0, backoff=FailedPodBackoff(),
+                                  fit=Eligibility.of(ds).check))
+
+
+def _reasons(plan: SyncPlan) -> list[str]:
+    return [e.reason for e in plan.events]
+
+
+@pytest.mark.parametrize(
+    ("change", "reasons", "condition", "terminal"),
+    [
+        pytest.param(lambda ds: ds["spec"].update(selector={}), ["SelectingAll"], None, False, id="selects-all"),
+        pytest.param(lambda ds: ds["metadata"].update(deletionTimestamp="2023-11-14T22:13:20Z"), [], None, False,
+                     id="being-deleted"),
+        pytest.param(lambda ds: ds["spec"].update(selector={"matchLabels": {"other": "x"}}), ["InvalidSpec"],
+                     INVALID, True, id="selector-misses-template"),
+    ],
+)
+def test_a_daemonset_that_cannot_be_acted_on_gets_no_writes(change: Any, reasons: list[str], condition: str | None,
+                                                            terminal: bool) -> None:
+    """Empty selector, deletion and an invalid spec: events and at most a condition, never pod writes."""
+    ds = make_ds()
+    change(ds)
+    view, _ = _world(make_ds())
+    plan = _plan(ds, view)
+    assert not plan.act and _reasons(plan) == reasons
+    assert (plan.condition.type if plan.condition else None) == condition
+    assert (plan.terminal is not None) == terminal
+    assert plan.pods.empty and plan.status is None
+
+
+def test_a_revision_at_int64_max_stops_with_replica_failure() -> None:
+    """No revision can be numbered past int64: a warning, ReplicaFailure, and a terminal outcome."""
+    ds = make_ds()
+    view, _ = _world(ds, revision=False)
+    old = _owned(hist.plan_history(ds=make_ds(pod_spec={"hostNetwork": True}), revisions=[]).create or {})
+    old["revision"] = hist.MAX_REVISION
+    view.revisions.append(old)
+    plan = _plan(ds, view)
+    assert _reasons(plan) == ["RevisionOutOfRange"] and plan.condition is not None
+    assert plan.condition.type == REPLICA_FAILURE and plan.terminal is not None
+
+
+def test_pending_expectations_write_status_only() -> None:
+    """Unsatisfied expectations: the counters are written, not observedGeneration, and no pod is touched."""
+    ds = make_ds()
+    view, _ = _world(ds)
+    plan = _plan(ds, view, satisfied=False)
+    assert plan.status_only and plan.pods.empty and plan.status is not None
+    assert plan.status.counters.desired_number_scheduled == 1
+
+
+def test_a_node_without_a_pod_gets_one_and_the_revision_is_snapshotted() -> None:
+    """First sync of a new DaemonSet: the revision is created and every eligible node gets a create."""
+    ds = make_ds()
+    view, _ = _world(ds, nodes=("n2", "n1"), revision=False)
+    plan = _plan(ds, view)
+    assert plan.history is not None and plan.history.create is not None
+    assert plan.pods.creates == ("n1", "n2")
+    assert plan.status is not None and plan.status.observed and plan.status.created_revision
+
+
+def test_orphans_are_adopted_after_a_live_check_and_strays_released() -> None:
+    """A matching orphan is adopted (after the owner is re-read live); an owned pod that stopped matching is let go."""
+    ds = make_ds()
+    view, hash_ = _world(ds, nodes=("n1", "n2"))
+    orphan = make_pod("n1", owner_uid=None, hash=hash_)
+    stray = make_pod("n2", labels={"name": "other"}, hash=hash_)
+    view.pod_objs.update({orphan["metadata"]["name"]: orphan, stray["metadata"]["name"]: stray})
+    plan = _plan(ds, view)
+    assert plan.recheck_owner
+    assert sorted((w.name, w.adopt) for w in plan.ownership) == sorted(
+        [(orphan["metadata"]["name"], True), (stray["metadata"]["name"], False)])
+    assert plan.pods.creates == ("n2",)
+
+
+def test_the_rolling_update_runs_only_when_manage_writes_nothing() -> None:
+    """Manage's create on an empty node goes alone; with nothing to manage, the old pod is replaced."""
+    ds = make_ds()
+    view, _ = _world(ds, nodes=("n1", "n2"))
+    old = make_pod("n1", hash="old", ready=True, ready_since=T0 - 100)
+    view.pod_objs[old["metadata"]["name"]] = old
+    first = _plan(ds, view)
+    assert first.pods.creates == ("n2",) and not first.pods.deletes
+    fresh = make_pod("n2", hash=first.history.hash if first.history else "", ready=True, ready_since=T0 - 100)
+    view.pod_objs[fresh["metadata"]["name"]] = fresh
+    second = _plan(ds, view)
+    assert [r.uid for r in second.pods.deletes] == [old["metadata"]["uid"]] and not second.pods.creates
+
+
+def test_an_unreadable_burst_is_reported_and_the_global_burst_applies() -> None:
+    """A bad burst-replicas annotation: an InvalidRolloutControl warning, and --burst-replicas."""
+    ds = make_ds(annotations={BURST_ANNOTATION: "lots"})
+    view, _ = _world(ds)
+    plan = _plan(ds, view)
+    assert "InvalidRolloutControl" in _reasons(plan) and plan.burst == 250
