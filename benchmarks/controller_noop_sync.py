@@ -46,7 +46,7 @@ from common import (
     write_result,
 )
 
-from dsctl.daemonset.backoff import FailedPodBackoff
+from dsctl.controller.backoff import FailedPodBackoff
 from dsctl.daemonset.eligibility import Eligibility
 from dsctl.daemonset.history import plan_history
 from dsctl.daemonset.manage import plan_manage

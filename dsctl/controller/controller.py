@@ -25,13 +25,10 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from dsctl.daemonset import history as hist
-from dsctl.daemonset.backoff import FailedPodBackoff
 from dsctl.daemonset.conditions import INVALID, REPLICA_FAILURE, set_condition, without_condition
 from dsctl.daemonset.controls import InvalidControl, RolloutControls, rollout_controls
 from dsctl.daemonset.eligibility import Eligibility, Fit
-from dsctl.daemonset.expectations import Expectations
 from dsctl.daemonset.inplace import IN_PLACE_ANNOTATION, templates_by_hash
-from dsctl.daemonset.inplacewait import PendingPatches
 from dsctl.daemonset.manage import plan_manage
 from dsctl.daemonset.ownership import adopt_patch, claim, release_patch
 from dsctl.daemonset.plan import Plan, merge_plans, soonest
@@ -51,9 +48,12 @@ from dsctl_api import gojson
 from dsctl_api.labels import Selector, SelectorError, selector_from_label_selector
 from dsctl_api.pods import controller_ref
 
+from .backoff import FailedPodBackoff
 from .executor import PlanExecutor
+from .expectations import Expectations
 from .handlers import Handlers
 from .inplace import patch_in_place
+from .inplacewait import PendingPatches
 from .joinorder import JoinOrder
 from .metrics import StatusMetrics, WriteErrorMetrics
 from .outcome import Done, Outcome, Retry, Terminal

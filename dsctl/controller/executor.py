@@ -18,7 +18,6 @@ from typing import Any
 
 import structlog
 
-from dsctl.daemonset.expectations import Expectations
 from dsctl.daemonset.manage import cap_burst, slow_start_batches
 from dsctl.daemonset.plan import Plan, PodRef
 from dsctl.daemonset.template import new_pod
@@ -26,6 +25,7 @@ from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import PODS
 
+from .expectations import Expectations
 from .recorder import EventRecorder
 from .writes import CREATE_POD, DELETE_POD, WriteSignals
 

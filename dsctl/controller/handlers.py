@@ -29,11 +29,12 @@ import structlog
 
 from dsctl.daemonset.access import deletion_timestamp, min_ready_seconds
 from dsctl.daemonset.eligibility import eligibility_signature, node_should_run
-from dsctl.daemonset.expectations import Expectations
 from dsctl.daemonset.podchange import same_for_planning
 from dsctl.informer import object_key
 from dsctl_api.labels import SelectorError, selector_from_label_selector
 from dsctl_api.pods import controller_ref, is_pod_ready
+
+from .expectations import Expectations
 
 __all__ = ["Handlers"]
 

@@ -14,8 +14,8 @@ applies them; it is the only place that turns these decisions into API calls):
 3. Claim pods (``ownership.claim``: adopt orphans after a live UID check, release strays),
    group them (``podsort.group_by_node``), and compute history (``history``) to get the
    current revision hash.
-4. Expectations unsatisfied (``expectations.Expectations.satisfied``): write status only,
-   without raising ``observedGeneration``.
+4. Expectations unsatisfied (``dsctl.controller.expectations``, and the in-place patches of
+   ``dsctl.controller.inplacewait``): write status only, without raising ``observedGeneration``.
 5. Otherwise ``manage.plan_manage``; if that plan issues no pod writes, the rolling update
    (``update``) for the RollingUpdate strategy; then history cleanup. Each pod-writing plan
    is sent with expectations set first, capped by ``manage.cap_burst``, creates in
@@ -23,6 +23,10 @@ applies them; it is the only place that turns these decisions into API calls):
 6. ``status.compute_status``; write it (``status.status_with``) only if
    ``status.status_changed``; requeue after the soonest of the plans' ``requeue_after``
    and ``status.availability_requeue``.
+
+Runtime state that changes as the controller writes (expectations, the failed-pod backoff
+entries, pending in-place patches) is not domain: it lives beside the executor in
+``dsctl.controller``. Planners read the backoff only through ``backoff.BackoffView``.
 
 Public surface of the modules owned here (the rolling update and history planners live in
 ``update``, ``history`` and ``hashing``):
@@ -37,17 +41,15 @@ Public surface of the modules owned here (the rolling update and history planner
 - ``podsort``: ``sort_pods``, ``oldest``, ``group_by_node``.
 - ``podchange``: ``planning_view``, ``same_for_planning`` (pod updates no planner can see).
 - ``ownership``: ``claim``, ``adopt_patch``, ``release_patch``.
-- ``backoff``: ``FailedPodBackoff``, ``backoff_key``.
-- ``expectations``: ``Expectations``.
+- ``backoff``: ``BackoffView`` (what planners read), ``backoff_key``.
 - ``manage``: ``plan_manage``, ``slow_start_batches``, ``cap_burst``, ``BURST_REPLICAS``.
 - ``status``: ``compute_status``, ``status_changed``, ``status_with``, ``availability_requeue``.
 - ``validation``: ``validate_daemonset``; ``conditions``: ``set_condition``, ``without_condition``.
 - ``controls``: ``rollout_controls`` (partition, paused, selector, rollingUpdateType).
-- ``inplace``: ``image_only_changes``, ``plan_pod_update``, ``in_place_patch``, ``in_place_pending``;
-  ``inplacewait``: ``PendingPatches`` (in-place patches the cache does not show yet).
+- ``inplace``: ``image_only_changes``, ``plan_pod_update``, ``in_place_patch``, ``in_place_pending``.
 """
 
-from dsctl.daemonset.backoff import FailedPodBackoff, backoff_key
+from dsctl.daemonset.backoff import BackoffView, backoff_key
 from dsctl.daemonset.eligibility import (
     Eligibility,
     Fit,
@@ -55,7 +57,6 @@ from dsctl.daemonset.eligibility import (
     evaluate_nodes,
     node_should_run,
 )
-from dsctl.daemonset.expectations import Expectations
 from dsctl.daemonset.manage import BURST_REPLICAS, allows_surge, cap_burst, plan_manage, slow_start_batches
 from dsctl.daemonset.ownership import Claim, adopt_patch, claim, release_patch
 from dsctl.daemonset.plan import Event, Plan, PodRef, Status, merge_plans
@@ -77,11 +78,10 @@ __all__ = [
     "BURST_REPLICAS",
     "GENERATION_LABEL",
     "HASH_LABEL",
+    "BackoffView",
     "Claim",
     "Eligibility",
     "Event",
-    "Expectations",
-    "FailedPodBackoff",
     "Fit",
     "Plan",
     "PodRef",

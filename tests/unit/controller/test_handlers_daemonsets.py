@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from dsctl.controller.expectations import Expectations
 from dsctl.controller.handlers import Handlers
-from dsctl.daemonset.expectations import Expectations
 
 KEY = "default/agent"
 

@@ -23,7 +23,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from dsctl.daemonset.access import as_map, uid
-from dsctl.daemonset.expectations import EXPECTATIONS_TTL
+
+from .expectations import EXPECTATIONS_TTL
 
 __all__ = ["UNKNOWN_OUTCOME_TTL", "PendingPatches"]
 
