@@ -31,7 +31,8 @@ entries, pending in-place patches) is not domain: it lives beside the executor i
 Public surface of the modules owned here (the rolling update and history planners live in
 ``update``, ``history`` and ``hashing``):
 
-- ``access``: the defensive field readers every planner goes through.
+- ``access``: readers of DaemonSet and pod fields; what every object shares (metadata, spec,
+  status) is read through ``dsctl_api.objects``. Either way a malformed field reads as absent.
 - ``plan``: ``Plan``, ``PodRef``, ``Event``, ``Status``, ``merge_plans``, ``soonest``.
 - ``eligibility``: ``node_should_run(ds, node) -> Fit``, ``Eligibility.of(ds).check(node)``,
   ``evaluate_nodes(ds, nodes)``, ``verdicts(ds, nodes, fits)``, ``eligibility_signature(node)``.

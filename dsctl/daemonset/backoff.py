@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from dsctl.daemonset.access import as_int, as_map, uid
+from dsctl_api.objects import as_int, as_map, uid
 
 __all__ = ["BackoffView", "backoff_key"]
 
