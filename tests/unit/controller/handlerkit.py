@@ -70,7 +70,8 @@ class Cluster:
     def handlers(self, *, prioritized: bool = False) -> Handlers:
         """Handlers over this cluster; ``prioritized`` wires the priority lane (priority = spec.priority)."""
         return Handlers(
-            ds_kind="DaemonSet", get_daemonset=self.get, list_daemonsets=self.list_daemonsets, pods_on_node=self.on_node,
+            ds_kind="DaemonSet", get_daemonset=self.get, list_daemonsets=self.list_daemonsets,
+            pods_on_node=self.on_node,
             expectations=self.expectations, enqueue=self.queue.add, enqueue_after=self.queue.add_after,
             enqueue_prioritized=self.queue.add_prioritized if prioritized else None,
             priority_of=(lambda d: int(d["spec"]["template"]["spec"].get("priority", 0))) if prioritized else None,
