@@ -47,6 +47,7 @@ from common import (
     write_result,
 )
 
+from dsctl.controller.backoff import FailedPodBackoff
 from dsctl.controller.cacheview import (
     BY_TARGET_NODE,
     ORPHANS_BY_NAMESPACE,
@@ -54,7 +55,6 @@ from dsctl.controller.cacheview import (
     by_target_node,
     orphans_by_namespace,
 )
-from dsctl.daemonset.backoff import FailedPodBackoff
 from dsctl.daemonset.eligibility import Eligibility
 from dsctl.daemonset.history import plan_history
 from dsctl.daemonset.inplace import IN_PLACE_ANNOTATION

@@ -35,7 +35,7 @@ from informer_objects import daemon_pod
 def measure(*, pods: int, events: int, reps: int, nodes: int) -> dict[str, Any]:
     from prometheus_client import CollectorRegistry
 
-    from dsctl.controller.controller import orphans_by_namespace
+    from dsctl.controller.cacheview import orphans_by_namespace
     from dsctl.informer import BY_NODE_NAME, BY_OWNER_UID, Store, by_node_name, by_owner_uid, make_pod_projection
     from dsctl.informer.informer import Informer
     from dsctl.kube import PODS

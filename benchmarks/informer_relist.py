@@ -44,7 +44,7 @@ def _reset_peak_rss() -> None:
 
 
 async def relist_case(url: str) -> dict[str, Any]:
-    from dsctl.controller.controller import orphans_by_namespace
+    from dsctl.controller.cacheview import orphans_by_namespace
     from dsctl.informer import (
         BY_NODE_NAME,
         BY_OWNER_UID,

@@ -107,7 +107,7 @@ async def sync_case(url: str, *, projected: bool, qps: float) -> dict[str, Any]:
 async def watch_case(
     url: str, *, events: int, qps: float, profile: str | None, controller_gc: bool
 ) -> dict[str, Any]:
-    from dsctl.controller.controller import orphans_by_namespace
+    from dsctl.controller.cacheview import orphans_by_namespace
     from dsctl.informer import (
         BY_NODE_NAME,
         BY_OWNER_UID,

@@ -4,6 +4,7 @@ Objects are plain JSON dicts, exactly as an API server returns them. Nothing her
 and nothing here imports the rest of dsctl: both ``dsctl.daemonset`` and ``dsctl_sim`` build on
 it, and neither may import the other.
 
+- ``objects``: defensive readers of metadata, ``spec`` and ``status`` (a malformed field reads as absent).
 - ``labels``: label selectors, both the string syntax and the ``metav1.LabelSelector`` object.
 - ``fields``: field selectors (``metadata.name=x,spec.nodeName!=y``).
 - ``nodeaffinity``: ``nodeSelector`` and required node affinity against a node.

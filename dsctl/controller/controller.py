@@ -15,10 +15,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from dsctl.daemonset.backoff import FailedPodBackoff
-from dsctl.daemonset.expectations import Expectations
 from dsctl.daemonset.inplace import IN_PLACE_ANNOTATION
-from dsctl.daemonset.inplacewait import PendingPatches
 from dsctl.daemonset.podpriority import global_default_priority, pod_priority
 from dsctl.informer import BY_OWNER_UID, Informer, by_owner_uid
 from dsctl.informer.projections import make_pod_projection, project_node
@@ -26,10 +23,13 @@ from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import CONTROLLER_REVISIONS, NODES, PODS, PRIORITY_CLASSES, Resource
 from dsctl.workqueue import RateLimitingQueue, default_controller_rate_limiter
 
+from .backoff import FailedPodBackoff
 from .cacheview import BY_TARGET_NODE, ORPHANS_BY_NAMESPACE, CacheView, by_target_node, orphans_by_namespace
 from .changes import ChangeLog
 from .executor import SyncExecutor
+from .expectations import Expectations
 from .handlers import Handlers
+from .inplacewait import PendingPatches
 from .joinorder import JoinOrder
 from .metrics import PlanMetrics, StatusMetrics, WriteErrorMetrics
 from .outcome import Outcome

@@ -27,17 +27,17 @@ from typing import Any
 import structlog
 
 from dsctl.daemonset import history as hist
-from dsctl.daemonset.access import meta
-from dsctl.daemonset.backoff import FailedPodBackoff
-from dsctl.daemonset.inplacewait import PendingPatches
 from dsctl.daemonset.plan import soonest
 from dsctl.daemonset.syncplan import OwnershipWrite, SyncPlan
 from dsctl.kube import errors
 from dsctl.kube.resources import CONTROLLER_REVISIONS, PODS, Resource
 from dsctl_api import gojson
+from dsctl_api.objects import meta
 
 from .apiclient import SyncClient
+from .backoff import FailedPodBackoff
 from .inplace import patch_in_place
+from .inplacewait import PendingPatches
 from .outcome import Done, Outcome, Retry, Terminal
 from .podwrites import PodWriter
 from .recorder import EventRecorder

@@ -27,16 +27,17 @@ from typing import Any
 
 import structlog
 
-from dsctl.daemonset.access import deletion_timestamp, min_ready_seconds
+from dsctl.daemonset.access import min_ready_seconds
 from dsctl.daemonset.eligibility import eligibility_signature, node_should_run
-from dsctl.daemonset.expectations import Expectations
 from dsctl.daemonset.podchange import same_for_planning
 from dsctl.daemonset.template import target_node
 from dsctl.informer import object_key
 from dsctl_api.labels import SelectorError, selector_from_label_selector
+from dsctl_api.objects import deletion_timestamp, labels, meta, name, namespace, resource_version, spec, uid
 from dsctl_api.pods import controller_ref, is_pod_ready
 
 from .changes import ChangeLog
+from .expectations import Expectations
 
 __all__ = ["Handlers"]
 
@@ -52,13 +53,9 @@ def _only_status_changed(old: Obj, new: Obj) -> bool:
     """Whether two versions differ only in ``status`` and bookkeeping metadata."""
     if old.get("spec") != new.get("spec"):
         return False
-    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    old_meta, new_meta = meta(old), meta(new)
     keys = (old_meta.keys() | new_meta.keys()) - set(_VOLATILE_META)
     return all(old_meta.get(k) == new_meta.get(k) for k in keys)
-
-
-def _resource_version(obj: Obj) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
 class Handlers:
@@ -104,27 +101,24 @@ class Handlers:
         ref = controller_ref(obj)
         if ref is None or ref.get("kind") != self._kind:
             return None
-        namespace = (obj.get("metadata") or {}).get("namespace") or ""
-        key = f"{namespace}/{ref.get('name', '')}"
+        key = f"{namespace(obj)}/{ref.get('name', '')}"
         ds = self._get_ds(key)
-        if ds is None or (ds.get("metadata") or {}).get("uid") != ref.get("uid"):
+        if ds is None or uid(ds) != ref.get("uid"):
             return None
         return key
 
     def _matching_daemonsets(self, obj: Obj) -> list[str]:
         """Keys of DaemonSets in the object's namespace whose selector matches its labels."""
-        meta = obj.get("metadata") or {}
-        namespace, labels = meta.get("namespace") or "", meta.get("labels") or {}
+        obj_namespace, obj_labels = namespace(obj), labels(obj)
         keys: list[str] = []
         for ds in self._list_ds():
-            ds_meta = ds.get("metadata") or {}
-            if (ds_meta.get("namespace") or "") != namespace:
+            if namespace(ds) != obj_namespace:
                 continue
             try:
-                selector = selector_from_label_selector((ds.get("spec") or {}).get("selector"))
+                selector = selector_from_label_selector(spec(ds).get("selector"))
             except SelectorError:
                 continue
-            if not selector.empty and selector.matches(labels):
+            if not selector.empty and selector.matches(obj_labels):
                 keys.append(object_key(ds))
         if len(keys) > 1:
             log.warning("multiple_daemonsets_select_object", object=object_key(obj), daemonsets=keys)
@@ -138,7 +132,7 @@ class Handlers:
 
     def note_status_write(self, key: str, written: Obj) -> None:
         """The controller wrote this status (``written`` is the server's answer): skip its echo."""
-        rv = _resource_version(written)
+        rv = resource_version(written)
         if rv:
             self._own_status[key] = rv
 
@@ -149,11 +143,11 @@ class Handlers:
         A UID change (deleted and re-created under the same name) first forgets the old object.
         """
         key = object_key(new)
-        if (old.get("metadata") or {}).get("uid") != (new.get("metadata") or {}).get("uid"):
+        if uid(old) != uid(new):
             self._expectations.delete(object_key(old))
             self._own_status.pop(key, None)
             self._changes.everything(key)
-        elif old is new or _resource_version(old) == _resource_version(new):
+        elif old is new or resource_version(old) == resource_version(new):
             self._changes.everything(key)  # the periodic resync: a full recount
         elif self._is_own_status_echo(key, old, new):
             return
@@ -164,7 +158,7 @@ class Handlers:
         # next version the informer sees; any other version means the echo was missed (a
         # relist folded it into a later one) and the entry is only forgotten.
         mine = self._own_status.pop(key, None)
-        return mine is not None and _resource_version(new) == mine and _only_status_changed(old, new)
+        return mine is not None and resource_version(new) == mine and _only_status_changed(old, new)
 
     def on_ds_delete(self, ds: Obj) -> None:
         """Forget its expectations; the sync will find it gone and clean up its state."""
@@ -194,8 +188,7 @@ class Handlers:
     def on_pod_update(self, old: Obj, new: Obj) -> None:
         """Owner changes, readiness flips and label changes all reach the right DaemonSets;
         updates that change nothing a planner reads are dropped (see ``daemonset.podchange``)."""
-        old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
-        if old_meta.get("resourceVersion") == new_meta.get("resourceVersion"):
+        if resource_version(old) == resource_version(new):
             return
         if deletion_timestamp(new) and not deletion_timestamp(old):
             self.on_pod_delete(new)
@@ -219,8 +212,10 @@ class Handlers:
             # Adopted by someone else: a DaemonSet that saw it as an orphan must look again.
             for match in self._matching_daemonsets(old):
                 self._pod_changed(match, nodes)
-        if new_ref is None and (old_meta.get("labels") != new_meta.get("labels") or old_ref != new_ref):
-            for match in {*self._matching_daemonsets(new), *self._matching_daemonsets(old)}:
+        if new_ref is None and (labels(old) != labels(new) or old_ref != new_ref):
+            for match in self._matching_daemonsets(old):
+                self._pod_changed(match, nodes)  # it may have counted the orphan; it looks again next sync
+            for match in self._matching_daemonsets(new):
                 self._pod_changed(match, nodes)
                 self._enqueue(match)
 
@@ -262,9 +257,7 @@ class Handlers:
 
     def on_revision_update(self, old: Obj, new: Obj) -> None:
         """Follow the pod rules: owner changes and orphan label changes."""
-        if (old.get("metadata") or {}).get("resourceVersion") == (new.get("metadata") or {}).get(
-            "resourceVersion"
-        ):
+        if resource_version(old) == resource_version(new):
             return
         for obj in (old, new):
             key = self._owner_key(obj)
@@ -290,13 +283,13 @@ class Handlers:
             return
         ranked = [(object_key(ds), self._priority_of(ds)) for ds in wanting]
         if self._node_wanted is not None and ranked:
-            self._node_wanted(str((node.get("metadata") or {}).get("name") or ""), ranked)
+            self._node_wanted(name(node), ranked)
         for key, priority in ranked:
             self._enqueue_prioritized(key, priority)
 
     def on_node_add(self, node: Obj) -> None:
         """A node joined: wake every DaemonSet that should run a pod there, by pod priority."""
-        self._changes.node_changed(str((node.get("metadata") or {}).get("name") or ""))
+        self._changes.node_changed(name(node))
         self._wake_for_node(node, [ds for ds in self._list_ds() if node_should_run(ds, node)[0]])
 
     def on_node_update(self, old: Obj, new: Obj) -> None:
@@ -306,7 +299,7 @@ class Handlers:
         """
         if eligibility_signature(old) == eligibility_signature(new):
             return
-        self._changes.node_changed(str((new.get("metadata") or {}).get("name") or ""))
+        self._changes.node_changed(name(new))
         eligible: list[Obj] = []
         for ds in self._list_ds():
             before, after = node_should_run(ds, old), node_should_run(ds, new)
@@ -320,9 +313,9 @@ class Handlers:
 
     def on_node_delete(self, node: Obj) -> None:
         """A node left: its DaemonSets' desired counts change, and its pods must go."""
-        name = (node.get("metadata") or {}).get("name") or ""
-        self._changes.node_changed(name)
-        keys = {k for pod in self._pods_on_node(name) if (k := self._owner_key(pod)) is not None}
+        node_name = name(node)
+        self._changes.node_changed(node_name)
+        keys = {k for pod in self._pods_on_node(node_name) if (k := self._owner_key(pod)) is not None}
         for ds in self._list_ds():
             if node_should_run(ds, node)[0]:
                 keys.add(object_key(ds))

@@ -17,11 +17,11 @@ from typing import Any
 import structlog
 
 from dsctl.daemonset.inplace import in_place_patch
-from dsctl.daemonset.inplacewait import PendingPatches
 from dsctl.daemonset.plan import PodUpdate
 from dsctl.kube import errors
 from dsctl.kube.resources import PODS
 
+from .inplacewait import PendingPatches
 from .podwrites import PodWriter
 
 __all__ = ["patch_in_place"]

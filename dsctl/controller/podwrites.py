@@ -19,7 +19,6 @@ from typing import Any
 
 import structlog
 
-from dsctl.daemonset.expectations import Expectations
 from dsctl.daemonset.manage import cap_burst, slow_start_batches
 from dsctl.daemonset.plan import Plan, PodRef
 from dsctl.daemonset.template import new_pod
@@ -27,6 +26,7 @@ from dsctl.kube import errors
 from dsctl.kube.resources import PODS
 
 from .apiclient import SyncClient
+from .expectations import Expectations
 from .recorder import EventRecorder
 from .writes import CREATE_POD, DELETE_POD, WriteSignals
 

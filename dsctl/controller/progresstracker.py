@@ -16,6 +16,7 @@ from dsctl.daemonset.controls import InvalidControl, rollout_controls
 from dsctl.daemonset.plan import Status
 from dsctl.daemonset.progress import plan_progress, progressing_condition, with_progress
 from dsctl.daemonset.speclimits import DEFAULT_PROGRESS_DEADLINE_SECONDS, progress_deadline_seconds
+from dsctl_api.objects import name, namespace
 
 from .progressmetrics import RolloutStuckMetric
 from .recorder import EventRecorder
@@ -51,15 +52,14 @@ class ProgressTracker:
     def condition(self, ds: Obj, old: Mapping[str, Any], status: Status, hash_: str, *, created: bool,
                   now: float) -> tuple[dict[str, Any], float | None]:
         """``old`` with its Progressing condition brought up to date, and when to look again."""
-        meta = ds["metadata"]
-        key = f"{meta.get('namespace', '')}/{meta['name']}"
+        key = f"{namespace(ds)}/{name(ds)}"
         try:
             controls = rollout_controls(ds)
             held = "paused" if controls.paused else ("held" if controls.holds_back else None)
         except InvalidControl:
             held = "paused"  # the rolling update is held until it is fixed (the controller says so)
         progress = plan_progress(previous=progressing_condition(old), old=Status.from_fields(old), new=status,
-                                 revision=f"{meta['name']}-{hash_}", created=created, held=held,
+                                 revision=f"{name(ds)}-{hash_}", created=created, held=held,
                                  deadline=self._deadline(ds), now=now, remembered=self._progress_at.get(key))
         if progress.updated_at is not None:
             self._progress_at[key] = progress.updated_at

@@ -28,6 +28,7 @@ from prometheus_client import CollectorRegistry, Counter
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import EVENTS
+from dsctl_api import objects
 from dsctl_api.timefmt import format_rfc3339
 
 from .metrics import WriteErrorMetrics
@@ -88,14 +89,13 @@ class EventRecorder:
 
     def record(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
         """Queue an event about ``obj``; drops (and counts) when the sink is full."""
-        meta = obj.get("metadata") or {}
         ref = {
-            "apiVersion": obj.get("apiVersion", ""),
-            "kind": obj.get("kind", ""),
-            "name": meta.get("name", ""),
-            "namespace": meta.get("namespace", ""),
-            "uid": meta.get("uid", ""),
-            "resourceVersion": meta.get("resourceVersion", ""),
+            "apiVersion": objects.text(obj.get("apiVersion")),
+            "kind": objects.text(obj.get("kind")),
+            "name": objects.name(obj),
+            "namespace": objects.namespace(obj),
+            "uid": objects.uid(obj),
+            "resourceVersion": objects.resource_version(obj),
         }
         # One line per Warning; Normal events (a SuccessfulCreate per pod) only at debug level,
         # where 5,000 of them in a cold start cost nobody anything.

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dsctl.daemonset.access import meta as meta_of
 from dsctl.daemonset.conditions import INVALID, REPLICA_FAILURE, set_condition, without_condition
 from dsctl.daemonset.plan import soonest
 from dsctl.daemonset.status import availability_requeue, status_changed, status_with
@@ -23,6 +22,7 @@ from dsctl.daemonset.syncplan import ConditionWrite, StatusPlan
 from dsctl.informer import object_key
 from dsctl.kube import errors
 from dsctl.kube.resources import Resource
+from dsctl_api.objects import meta as meta_of
 
 from .apiclient import SyncClient
 from .metrics import StatusMetrics

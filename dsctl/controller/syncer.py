@@ -21,18 +21,18 @@ from typing import Any
 
 import structlog
 
-from dsctl.daemonset.backoff import FailedPodBackoff
 from dsctl.daemonset.eligibility import Eligibility, Fit
-from dsctl.daemonset.expectations import Expectations
-from dsctl.daemonset.inplacewait import PendingPatches
 from dsctl.daemonset.nodeplan import NodeTable
 from dsctl.daemonset.syncplan import SyncPlan, SyncSnapshot, plan_sync
 from dsctl.informer import ReadOnlyStore
 from dsctl.kube.resources import Resource
 
+from .backoff import FailedPodBackoff
 from .cacheview import CacheView
 from .changes import ChangeLog
 from .executor import SyncExecutor, SyncReport
+from .expectations import Expectations
+from .inplacewait import PendingPatches
 from .joinorder import JoinOrder
 from .metrics import PlanMetrics
 from .outcome import Done, Outcome

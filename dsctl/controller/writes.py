@@ -30,6 +30,8 @@ from typing import Any, Protocol
 import structlog
 
 from dsctl.kube import errors
+from dsctl_api.objects import name as name_of
+from dsctl_api.objects import namespace as namespace_of
 
 from .metrics import WriteErrorMetrics
 
@@ -110,8 +112,7 @@ class Failure:
 
 
 def _key(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+    return f"{namespace_of(obj)}/{name_of(obj)}"
 
 
 def describe(exc: errors.ApiError) -> str:
@@ -154,7 +155,7 @@ class WriteSignals:
         """Signal that ``write`` of object ``name`` for DaemonSet ``ds`` failed with ``exc``.
 
         ``node`` names the node of a pod create, whose pod has no name yet."""
-        ns = str((ds.get("metadata") or {}).get("namespace", "")) if namespace is None else namespace
+        ns = namespace_of(ds) if namespace is None else namespace
         self.metrics.inc(verb=write.verb, resource=write.resource, reason=exc.reason or str(exc.status))
         message = event_message(write, name=name, namespace=ns, exc=exc)
         log.warning("write_failed", daemonset=_key(ds), verb=write.verb, resource=write.resource,

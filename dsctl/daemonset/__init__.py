@@ -9,10 +9,15 @@ the steps, following upstream's ``syncDaemonSet``), and carried out in the same 
 ``dsctl.controller.executor.SyncExecutor.run``. ``nodeplan`` lets a sync re-plan only the
 nodes that changed since the previous one.
 
+Runtime state that changes as the controller writes (expectations, the failed-pod backoff
+entries, pending in-place patches) is not domain: it lives beside the executor in
+``dsctl.controller``. Planners read the backoff only through ``backoff.BackoffView``.
+
 Public surface of the modules owned here (the rolling update and history planners live in
 ``update``, ``history`` and ``hashing``):
 
-- ``access``: the defensive field readers every planner goes through.
+- ``access``: readers of DaemonSet and pod fields; what every object shares (metadata, spec,
+  status) is read through ``dsctl_api.objects``. Either way a malformed field reads as absent.
 - ``plan``: ``Plan``, ``PodRef``, ``Event``, ``Status``, ``merge_plans``, ``soonest``.
 - ``syncplan``: ``plan_sync``, ``SyncSnapshot``, ``SyncPlan``, ``ClusterView``.
 - ``nodeplan``: ``plan_node``, ``NodeTable``, ``Basis`` (incremental planning).
@@ -24,17 +29,15 @@ Public surface of the modules owned here (the rolling update and history planner
 - ``podsort``: ``sort_pods``, ``oldest``, ``group_by_node``.
 - ``podchange``: ``planning_view``, ``same_for_planning`` (pod updates no planner can see).
 - ``ownership``: ``claim``, ``adopt_patch``, ``release_patch``.
-- ``backoff``: ``FailedPodBackoff``, ``backoff_key``.
-- ``expectations``: ``Expectations``.
+- ``backoff``: ``BackoffView`` (what planners read), ``backoff_key``.
 - ``manage``: ``plan_manage``, ``manage_node``, ``slow_start_batches``, ``cap_burst``, ``BURST_REPLICAS``.
 - ``status``: ``compute_status``, ``status_changed``, ``status_with``, ``availability_requeue``.
 - ``validation``: ``validate_daemonset``; ``conditions``: ``set_condition``, ``without_condition``.
 - ``controls``: ``rollout_controls`` (partition, paused, selector, rollingUpdateType).
-- ``inplace``: ``image_only_changes``, ``plan_pod_update``, ``in_place_patch``, ``in_place_pending``;
-  ``inplacewait``: ``PendingPatches`` (in-place patches the cache does not show yet).
+- ``inplace``: ``image_only_changes``, ``plan_pod_update``, ``in_place_patch``, ``in_place_pending``.
 """
 
-from dsctl.daemonset.backoff import FailedPodBackoff, backoff_key
+from dsctl.daemonset.backoff import BackoffView, backoff_key
 from dsctl.daemonset.eligibility import (
     Eligibility,
     Fit,
@@ -42,7 +45,6 @@ from dsctl.daemonset.eligibility import (
     evaluate_nodes,
     node_should_run,
 )
-from dsctl.daemonset.expectations import Expectations
 from dsctl.daemonset.manage import BURST_REPLICAS, allows_surge, cap_burst, plan_manage, slow_start_batches
 from dsctl.daemonset.ownership import Claim, adopt_patch, claim, release_patch
 from dsctl.daemonset.plan import Event, Plan, PodRef, Status, merge_plans
@@ -64,11 +66,10 @@ __all__ = [
     "BURST_REPLICAS",
     "GENERATION_LABEL",
     "HASH_LABEL",
+    "BackoffView",
     "Claim",
     "Eligibility",
     "Event",
-    "Expectations",
-    "FailedPodBackoff",
     "Fit",
     "Plan",
     "PodRef",

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dsctl.daemonset.access import as_list, as_map
+from dsctl_api.objects import as_list, as_map
 from dsctl_api.timefmt import format_rfc3339
 
 __all__ = ["INVALID", "REPLICA_FAILURE", "REQUIRED_COUNTERS", "set_condition", "without_condition"]

@@ -39,8 +39,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dsctl.daemonset.access import annotations_of, as_map, update_strategy
+from dsctl.daemonset.access import update_strategy
 from dsctl_api.labels import Selector, SelectorError, parse_selector, selector_from_label_selector
+from dsctl_api.objects import annotations_of, as_map
 
 __all__ = [
     "ANNOTATION_PREFIX",

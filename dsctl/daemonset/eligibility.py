@@ -22,9 +22,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from dsctl.daemonset.access import as_list, as_map, is_map, labels, name, pod_spec, spec, text
+from dsctl.daemonset.access import pod_spec
 from dsctl.daemonset.tolerations import with_daemon_tolerations
 from dsctl_api.nodeaffinity import required_node_affinity_matches, required_terms
+from dsctl_api.objects import as_list, as_map, is_map, labels, name, spec, text
 from dsctl_api.taints import find_untolerated
 
 __all__ = [

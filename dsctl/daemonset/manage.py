@@ -27,24 +27,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from dsctl.daemonset.access import (
-    bound_node,
-    deletion_timestamp,
-    is_map,
-    labels,
-    min_ready_seconds,
-    name,
-    namespace,
-    phase,
-    text,
-    update_strategy,
-)
+from dsctl.daemonset.access import bound_node, min_ready_seconds, phase, update_strategy
 from dsctl.daemonset.backoff import BackoffView, backoff_key
 from dsctl.daemonset.eligibility import Fit, verdicts
 from dsctl.daemonset.plan import Event, Plan, PodRef, merge_plans, soonest
 from dsctl.daemonset.podsort import sort_pods
 from dsctl.daemonset.template import HASH_LABEL
 from dsctl_api.intstr import IntStrError, scaled_value
+from dsctl_api.objects import deletion_timestamp, is_map, labels, name, namespace, text
 from dsctl_api.pods import is_pod_available, is_pod_ready, pod_ready_condition
 from dsctl_api.timefmt import parse_rfc3339
 

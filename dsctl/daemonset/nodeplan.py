@@ -25,13 +25,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from dsctl.daemonset.access import deletion_timestamp, is_map, phase
+from dsctl.daemonset.access import phase
 from dsctl.daemonset.backoff import BackoffView
 from dsctl.daemonset.eligibility import Fit
 from dsctl.daemonset.manage import manage_node
 from dsctl.daemonset.plan import Plan, Status, merge_plans
 from dsctl.daemonset.status import NO_COUNTS, Counts, node_counts, status_of
 from dsctl.daemonset.template import is_pod_updated
+from dsctl_api.objects import deletion_timestamp, is_map
 from dsctl_api.pods import is_pod_available, is_pod_ready
 
 __all__ = ["Basis", "NodeOutcome", "NodeTable", "plan_node"]

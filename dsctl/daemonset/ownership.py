@@ -23,9 +23,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dsctl.daemonset.access import deletion_timestamp, is_map, labels, namespace, text, uid
 from dsctl.daemonset.template import owner_reference
 from dsctl_api.labels import Selector
+from dsctl_api.objects import deletion_timestamp, is_map, labels, namespace, text, uid
 from dsctl_api.pods import controller_ref
 
 __all__ = ["Claim", "adopt_patch", "claim", "release_patch"]

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from dsctl.daemonset.access import as_int, as_map, name, namespace, uid
+from dsctl_api.objects import as_int, as_map, name, namespace, uid
 
 __all__ = [
     "STATUS_FIELDS",

@@ -28,8 +28,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dsctl.daemonset.access import annotations_of, as_list, as_map, meta, phase, spec
+from dsctl.daemonset.access import phase
 from dsctl.daemonset.inplace import IN_PLACE_ANNOTATION
+from dsctl_api.objects import annotations_of, as_list, as_map, meta, spec
 from dsctl_api.pods import is_terminal, pod_ready_condition
 
 __all__ = ["planning_view", "same_for_planning"]

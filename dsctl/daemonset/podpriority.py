@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from dsctl.daemonset.access import as_map, pod_spec, text
+from dsctl.daemonset.access import pod_spec
+from dsctl_api.objects import as_map, text
 
 __all__ = ["DEFAULT_PRIORITY", "global_default_priority", "pod_priority"]
 

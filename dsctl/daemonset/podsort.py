@@ -15,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from dsctl.daemonset.access import bound_node, deletion_timestamp, is_map, meta, name, phase
+from dsctl.daemonset.access import bound_node, phase
 from dsctl.daemonset.template import target_node
+from dsctl_api.objects import deletion_timestamp, is_map, meta, name
 from dsctl_api.timefmt import parse_rfc3339
 
 __all__ = ["creation_time", "group_by_node", "oldest", "pod_sort_key", "sort_pods"]

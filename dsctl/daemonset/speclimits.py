@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dsctl.daemonset.access import annotations_of, as_map, spec
 from dsctl.daemonset.controls import ANNOTATION_PREFIX, InvalidControl
+from dsctl_api.objects import annotations_of, as_map, spec
 
 __all__ = [
     "BURST_ANNOTATION",

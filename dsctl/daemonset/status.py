@@ -19,12 +19,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from dsctl.daemonset.access import as_int, as_map, is_map, min_ready_seconds
+from dsctl.daemonset.access import min_ready_seconds
 from dsctl.daemonset.eligibility import Fit, verdicts
 from dsctl.daemonset.inplace import in_place_pending
 from dsctl.daemonset.plan import STATUS_FIELDS, Status
 from dsctl.daemonset.podsort import oldest
 from dsctl.daemonset.template import is_pod_updated, template_generation
+from dsctl_api.objects import as_int, as_map, is_map
 from dsctl_api.pods import is_pod_available, is_pod_ready
 
 __all__ = [

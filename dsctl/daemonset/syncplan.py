@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from dsctl.daemonset import history as hist
-from dsctl.daemonset.access import as_int, as_map, deletion_timestamp, is_map, min_ready_seconds, phase
+from dsctl.daemonset.access import min_ready_seconds, phase
 from dsctl.daemonset.backoff import BackoffView
 from dsctl.daemonset.conditions import INVALID, REPLICA_FAILURE
 from dsctl.daemonset.controls import InvalidControl, RolloutControls, rollout_controls
@@ -46,6 +46,7 @@ from dsctl.daemonset.template import target_node, template_generation
 from dsctl.daemonset.update import InvalidRollout, plan_rolling_update
 from dsctl.daemonset.validation import validate_daemonset
 from dsctl_api.labels import Selector, SelectorError, selector_from_label_selector
+from dsctl_api.objects import as_int, as_map, deletion_timestamp, is_map
 from dsctl_api.pods import controller_ref
 
 __all__ = [

@@ -18,9 +18,10 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from dsctl.daemonset.access import annotations_of, as_list, as_map, bound_node, labels, name, namespace, spec, text, uid
+from dsctl.daemonset.access import bound_node
 from dsctl.daemonset.access import template as template_of
 from dsctl.daemonset.tolerations import with_daemon_tolerations
+from dsctl_api.objects import annotations_of, as_list, as_map, labels, name, namespace, spec, text, uid
 
 __all__ = [
     "GENERATION_ANNOTATION",

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from dsctl.daemonset.access import as_list, as_map
+from dsctl_api.objects import as_list, as_map
 
 __all__ = [
     "ALWAYS",

@@ -30,12 +30,13 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from dsctl.daemonset.access import as_map, deletion_timestamp, min_ready_seconds, template, uid, update_strategy
+from dsctl.daemonset.access import min_ready_seconds, template, update_strategy
 from dsctl.daemonset.controls import NO_CONTROLS, RolloutControls, frozen_nodes
 from dsctl.daemonset.inplace import in_place_pending, plan_pod_update
 from dsctl.daemonset.plan import ImageChange, Plan, PodRef, PodUpdate, soonest
 from dsctl.daemonset.template import is_pod_updated, template_generation
 from dsctl_api.intstr import IntStrError, scaled_value
+from dsctl_api.objects import as_map, deletion_timestamp, uid
 from dsctl_api.pods import is_pod_available, is_pod_ready, pod_ready_condition
 from dsctl_api.timefmt import parse_rfc3339
 

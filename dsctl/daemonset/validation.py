@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dsctl.daemonset.access import as_list, as_map, spec
 from dsctl_api.intstr import IntStrError, validate_int_or_percent
 from dsctl_api.labels import SelectorError, selector_from_label_selector
+from dsctl_api.objects import as_list, as_map, spec
 
 __all__ = ["MAX_TOLERATIONS", "Problem", "validate_daemonset"]
 

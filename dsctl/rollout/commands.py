@@ -13,12 +13,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from dsctl.daemonset.access import as_map, spec
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import CONTROLLER_REVISIONS
 from dsctl.rollout import views
 from dsctl.rollout.target import Target
+from dsctl_api.objects import as_map, spec
 from dsctl_api.timefmt import format_rfc3339
 
 __all__ = ["VERBS", "Options", "run_verb"]

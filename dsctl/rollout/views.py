@@ -11,9 +11,9 @@ from typing import Any, Literal
 
 import yaml
 
-from dsctl.daemonset.access import annotations_of, as_int, as_list, as_map, meta, spec, uid
 from dsctl.daemonset.controls import ANNOTATION_PREFIX, InvalidControl, rollout_controls
 from dsctl.rollout.target import Target
+from dsctl_api.objects import annotations_of, as_int, as_list, as_map, meta, spec, uid
 
 __all__ = [
     "CHANGE_CAUSE",

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from dsctl.controller.expectations import Expectations
 from dsctl.controller.podwrites import PodWriter
 from dsctl.controller.recorder import EventRecorder
-from dsctl.daemonset.expectations import Expectations
 from dsctl.daemonset.plan import Plan
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient

@@ -6,8 +6,10 @@ from typing import Any
 
 import pytest
 
+from dsctl.controller.expectations import Expectations
 from dsctl.controller.handlers import Handlers
-from dsctl.daemonset.expectations import Expectations
+
+from .handlerkit import Cluster
 
 KEY = "default/agent"
 
@@ -71,3 +73,46 @@ def test_resync_of_same_object_syncs() -> None:
     handlers.note_status_write(KEY, {"metadata": {"resourceVersion": "10"}})
     handlers.on_ds_update(OLD, OLD)
     assert enqueued == [KEY]
+
+
+def test_add_syncs_and_delete_forgets_expectations() -> None:
+    """A new DaemonSet is synced; a deleted one is synced too (to clean up) after its expectations are dropped."""
+    cluster = Cluster()
+    cluster.expectations.set(KEY, adds=3, dels=0)
+    handlers = cluster.handlers()
+    handlers.on_ds_add(OLD)
+    handlers.on_ds_delete(OLD)
+    assert cluster.queue.calls == [("add", KEY), ("add", KEY)]
+    assert cluster.expectations.get(KEY) is None
+
+
+def test_recreated_under_the_same_name_starts_clean() -> None:
+    """A UID change drops the old object's expectations and its pending echo record before syncing the new one."""
+    cluster = Cluster()
+    cluster.expectations.set(KEY, adds=3, dels=0)
+    handlers = cluster.handlers()
+    handlers.note_status_write(KEY, {"metadata": {"resourceVersion": "11"}})
+    recreated = _ds("11", uid="u2", status={"numberReady": 4})
+    handlers.on_ds_update(OLD, recreated)
+    handlers.on_ds_update(recreated, recreated)
+    assert cluster.queue.calls == [("add", KEY), ("add", KEY)]
+    assert cluster.expectations.get(KEY) is None
+
+
+def test_delete_forgets_the_pending_echo() -> None:
+    """After a delete, an update at the version of our last status write is not mistaken for its echo."""
+    cluster = Cluster()
+    handlers = cluster.handlers()
+    handlers.note_status_write(KEY, {"metadata": {"resourceVersion": "11"}})
+    handlers.on_ds_delete(OLD)
+    handlers.on_ds_update(OLD, _ds("11", status={"numberReady": 4}))
+    assert cluster.queue.keys == [KEY, KEY]
+
+
+def test_status_write_without_version_is_not_remembered() -> None:
+    """An answer without a resourceVersion cannot identify its echo, so the next update syncs."""
+    cluster = Cluster()
+    handlers = cluster.handlers()
+    handlers.note_status_write(KEY, {"metadata": {}})
+    handlers.on_ds_update(OLD, _ds("11", status={"numberReady": 4}))
+    assert cluster.queue.keys == [KEY]

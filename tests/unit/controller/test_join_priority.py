@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from dsctl.controller.expectations import Expectations
 from dsctl.controller.handlers import Handlers
 from dsctl.controller.joinorder import JoinOrder
-from dsctl.daemonset.expectations import Expectations
 from dsctl.daemonset.podpriority import global_default_priority, pod_priority
 
 CLASSES = {"system-node-critical": {"metadata": {"name": "system-node-critical"}, "value": 2000001000},

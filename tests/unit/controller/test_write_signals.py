@@ -17,6 +17,7 @@ import structlog
 import yaml
 from prometheus_client import CollectorRegistry
 
+from dsctl.controller.expectations import Expectations
 from dsctl.controller.metrics import WriteErrorMetrics
 from dsctl.controller.podwrites import PodWriter
 from dsctl.controller.recorder import EventRecorder
@@ -37,7 +38,6 @@ from dsctl.controller.writes import (
     WriteSignals,
     event_message,
 )
-from dsctl.daemonset.expectations import Expectations
 from dsctl.daemonset.plan import Plan, PodRef
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient

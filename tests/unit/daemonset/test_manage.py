@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from dsctl.daemonset.backoff import FailedPodBackoff, backoff_key
+from dsctl.controller.backoff import FailedPodBackoff
+from dsctl.daemonset.backoff import backoff_key
 from dsctl.daemonset.eligibility import Fit
 from dsctl.daemonset.manage import allows_surge, cap_burst, plan_manage, slow_start_batches
 from dsctl.daemonset.ownership import claim

@@ -14,8 +14,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dsctl.controller.backoff import FailedPodBackoff
 from dsctl.daemonset import history as hist
-from dsctl.daemonset.backoff import FailedPodBackoff
 from dsctl.daemonset.eligibility import Eligibility
 from dsctl.daemonset.nodeplan import NodeTable
 from dsctl.daemonset.syncplan import SyncPlan, SyncSnapshot, plan_sync

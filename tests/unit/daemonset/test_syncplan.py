@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from dsctl.controller.backoff import FailedPodBackoff
 from dsctl.daemonset import history as hist
-from dsctl.daemonset.backoff import FailedPodBackoff
 from dsctl.daemonset.conditions import INVALID, REPLICA_FAILURE
 from dsctl.daemonset.eligibility import Eligibility
 from dsctl.daemonset.speclimits import BURST_ANNOTATION

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsctl.daemonset.backoff import FailedPodBackoff
+from dsctl.controller.backoff import FailedPodBackoff
 from dsctl.daemonset.eligibility import Fit
 from dsctl.daemonset.manage import plan_manage
 from dsctl.daemonset.plan import Plan

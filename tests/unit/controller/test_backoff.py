@@ -4,17 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dsctl.daemonset.backoff import FailedPodBackoff, backoff_key
-
-from .objects import make_ds
+from dsctl.controller.backoff import FailedPodBackoff
 
 KEY = "uid/1/node-0"
-
-
-def test_key_format() -> None:
-    """Keys are '<uid>/<observedGeneration>/<node>', so a new generation starts over."""
-    assert backoff_key(make_ds(observed_generation=4), "node-0") == "ds-uid-1/4/node-0"
-    assert backoff_key({}, "n") == "/0/n"
 
 
 def test_delays_double_up_to_the_maximum() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dsctl.daemonset.expectations import EXPECTATIONS_TTL, Expectations
+from dsctl.controller.expectations import EXPECTATIONS_TTL, Expectations
 
 KEY = "default/foo"
 

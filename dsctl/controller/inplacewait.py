@@ -22,8 +22,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dsctl.daemonset.access import as_map, uid
-from dsctl.daemonset.expectations import EXPECTATIONS_TTL
+from dsctl_api.objects import resource_version, uid
+
+from .expectations import EXPECTATIONS_TTL
 
 __all__ = ["UNKNOWN_OUTCOME_TTL", "PendingPatches"]
 
@@ -74,7 +75,7 @@ class PendingPatches:
         for pod_key, (pod_uid, version, deadline) in list(pods.items()):
             cached = lookup(pod_key)
             if (now > deadline or cached is None or uid(cached) != pod_uid
-                    or as_map(cached.get("metadata")).get("resourceVersion") != version):
+                    or resource_version(cached) != version):
                 del pods[pod_key]
         if pods:
             return False
