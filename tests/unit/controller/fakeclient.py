@@ -19,11 +19,12 @@ are refused with ``NotImplementedError``. Watches are not offered: use ``dsctl.s
 
 from __future__ import annotations
 
-import copy
 import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
+
+import orjson
 
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
@@ -63,10 +64,23 @@ class _Fault:
                 and (self.when is None or self.when(call)))
 
 
+def _wire(value: Any) -> Any:
+    """``value`` as the server would receive and return it: through JSON (copies, and reads
+    ``orjson.Fragment`` bodies such as revision data in Go's bytes)."""
+    return orjson.loads(orjson.dumps(value))
+
+
+def _wire_obj(value: Any) -> dict[str, Any]:
+    """``_wire`` for an object."""
+    out = _wire(value)
+    assert isinstance(out, dict)
+    return out
+
+
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386 JSON merge patch: maps merge key by key, ``null`` removes, anything else replaces."""
     if not isinstance(patch, Mapping):
-        return copy.deepcopy(patch)
+        return _wire(patch)
     merged = dict(target) if isinstance(target, Mapping) else {}
     for key, value in patch.items():
         if value is None:
@@ -110,10 +124,10 @@ class FakeClient:
 
     def put(self, res: Resource, obj: Mapping[str, Any]) -> dict[str, Any]:
         """Store ``obj`` as if created earlier, without recording a call; returns the stored copy."""
-        stored = self._stamp(res, copy.deepcopy(dict(obj)))
+        stored = self._stamp(res, _wire(dict(obj)))
         meta = stored["metadata"]
         self.objects[(res.label, meta.get("namespace", ""), meta["name"])] = stored
-        return copy.deepcopy(stored)
+        return _wire_obj(stored)
 
     def stored(self, res: Resource, name: str, namespace: str = "") -> dict[str, Any] | None:
         """The stored object, or None."""
@@ -132,7 +146,7 @@ class FakeClient:
 
     def _record(self, verb: str, res: Resource, namespace: str | None, name: str, body: Any = None,
                 **options: Any) -> Call:
-        call = Call(verb, res.label, (namespace or "") if res.namespaced else "", name, copy.deepcopy(body),
+        call = Call(verb, res.label, (namespace or "") if res.namespaced else "", name, _wire(body),
                     {k: v for k, v in options.items() if v is not None})
         self.calls.append(call)
         for fault in self._faults:
@@ -168,15 +182,15 @@ class FakeClient:
         if sent_rv and sent_rv != current["metadata"]["resourceVersion"]:
             raise errors.Conflict(409, "Conflict", f"the object {call.name} has been modified")
         if status_only:
-            replaced = {**copy.deepcopy(current), "status": copy.deepcopy(body.get("status") or {})}
+            replaced = {**_wire(current), "status": _wire(body.get("status") or {})}
         else:
-            replaced = {**copy.deepcopy(dict(body)), "status": copy.deepcopy(current.get("status") or {})}
+            replaced = {**_wire(dict(body)), "status": _wire(current.get("status") or {})}
             server_owned = ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp")
-            replaced["metadata"] = {**copy.deepcopy(dict(body.get("metadata") or {})),
+            replaced["metadata"] = {**_wire(dict(body.get("metadata") or {})),
                                     **{k: current["metadata"][k] for k in server_owned if k in current["metadata"]}}
         replaced["metadata"]["resourceVersion"] = str(next(self._rv))
         self.objects[(call.resource, call.namespace, call.name)] = replaced
-        return copy.deepcopy(replaced)
+        return _wire_obj(replaced)
 
     # -- the KubeClient surface -----------------------------------------------------------
 
@@ -187,7 +201,7 @@ class FakeClient:
         ns = namespace if namespace is not None else str(meta.get("namespace") or "")
         call = self._record("create", res, ns, str(meta.get("name") or meta.get("generateName") or ""), body,
                             field_manager=field_manager)
-        obj = copy.deepcopy(dict(body))
+        obj = _wire(dict(body))
         if res.namespaced:
             obj.setdefault("metadata", {})["namespace"] = call.namespace
         obj = self._stamp(res, obj)
@@ -195,19 +209,19 @@ class FakeClient:
         if key in self.objects:
             raise errors.AlreadyExists(409, "AlreadyExists", f'{res.plural} "{key[2]}" already exists')
         self.objects[key] = obj
-        return copy.deepcopy(obj)
+        return _wire_obj(obj)
 
     async def get(self, res: Resource, name: str, *, namespace: str | None = None) -> dict[str, Any]:
         """A copy of the stored object; NotFound when there is none."""
         call = self._record("get", res, namespace, name)
-        return copy.deepcopy(self._existing(call, res))
+        return _wire_obj(self._existing(call, res))
 
     async def list(self, res: Resource, *, namespace: str | None = None, label_selector: str | None = None,
                    **_: Any) -> dict[str, Any]:
         """Every stored object of ``res`` (in ``namespace`` if given) matching ``label_selector``."""
         call = self._record("list", res, namespace, "", label_selector=label_selector)
         selector = parse_selector(label_selector or "")
-        items = [copy.deepcopy(obj) for (label, space, _name), obj in sorted(self.objects.items())
+        items = [_wire(obj) for (label, space, _name), obj in sorted(self.objects.items())
                  if label == call.resource and (not call.namespace or space == call.namespace)
                  and selector.matches((obj.get("metadata") or {}).get("labels") or {})]
         return {"kind": f"{res.kind}List", "apiVersion": res.api_version, "items": items,
@@ -241,7 +255,7 @@ class FakeClient:
         patched["metadata"] = {**patched.get("metadata", {}), "name": name, "uid": current["metadata"]["uid"],
                                "resourceVersion": str(next(self._rv))}
         self.objects[(call.resource, call.namespace, name)] = patched
-        return copy.deepcopy(patched)
+        return _wire_obj(patched)
 
     async def delete(self, res: Resource, name: str, *, namespace: str | None = None,
                      preconditions_uid: str | None = None, preconditions_resource_version: str | None = None,
@@ -260,4 +274,4 @@ class FakeClient:
         if preconditions_resource_version and preconditions_resource_version != meta["resourceVersion"]:
             raise errors.Conflict(409, "Conflict", "Precondition failed: resourceVersion")
         del self.objects[(call.resource, call.namespace, name)]
-        return copy.deepcopy(current)
+        return _wire_obj(current)
