@@ -59,7 +59,7 @@ class Settings:
     node_join_priority: bool = _opt(True, "Sync the DaemonSets a new node wants by their pods' priority, "
                                           "not FIFO.")
     incremental_planning: bool = _opt(True, "Re-plan only the nodes that changed since a DaemonSet's last "
-                                            "sync, with a full recount every two minutes.")
+                                            "sync, with a full recount every five minutes.")
 
     def validate(self) -> Settings:
         """Return self, or raise ``ConfigError`` naming the first bad setting."""

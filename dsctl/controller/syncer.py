@@ -45,7 +45,7 @@ log = structlog.get_logger(__name__)
 
 Obj = Mapping[str, Any]
 
-RECOUNT_SECONDS = 120.0
+RECOUNT_SECONDS = 300.0
 """How often a DaemonSet is planned from scratch and compared with its incremental table."""
 
 
@@ -170,9 +170,14 @@ class Syncer:
         snapshot = SyncSnapshot(ds=ds, view=self._view, satisfied=satisfied, now=self._wall(),
                                 backoff=state.backoff, fit=self._fits_of(ds).fit, global_burst=self._global_burst,
                                 previous=previous, changed=changed if self._incremental and not recount else None)
-        plan = plan_sync(snapshot)
-        if recount and changed is not None and self._incremental:
-            self._compare(key, plan, plan_sync(replace(snapshot, changed=changed)))
+        try:
+            plan = plan_sync(snapshot)
+            if recount and changed is not None and self._incremental:
+                self._compare(key, plan, plan_sync(replace(snapshot, changed=changed)))
+        except BaseException:
+            # The changes were taken but no table records them: only a full plan is safe now.
+            state.changes.everything(key)
+            raise
         self._metrics.planned(full=plan.full, nodes=plan.replanned)
         if plan.table is None:
             self._tables.pop(key, None)

@@ -234,6 +234,11 @@ def manage_node(
     ``pods`` are the DaemonSet's claimed pods targeting the node. ``plan_manage`` is this,
     node by node; ``dsctl.daemonset.nodeplan`` calls it only for the nodes that changed.
     """
+    if fit is not None and len(pods) == 1 and fit.should_continue_running:
+        # The steady state: one live pod on a node that may keep it. Nothing to do.
+        only = pods[0]
+        if is_map(only) and not deletion_timestamp(only) and phase(only) not in _DONE:
+            return _EMPTY
     out = _Builder(ds, backoff=backoff, now=now)
     if fit is None:
         for pod in pods:
@@ -246,6 +251,7 @@ def manage_node(
 
 
 _EMPTY = Plan()
+_DONE = ("Failed", "Succeeded")
 
 
 def plan_manage(

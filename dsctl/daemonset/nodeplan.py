@@ -31,6 +31,7 @@ from dsctl.daemonset.eligibility import Fit
 from dsctl.daemonset.manage import manage_node
 from dsctl.daemonset.plan import Plan, Status, merge_plans
 from dsctl.daemonset.status import NO_COUNTS, Counts, node_counts, status_of
+from dsctl.daemonset.inplace import in_place_pending
 from dsctl.daemonset.template import is_pod_updated
 from dsctl_api.objects import deletion_timestamp, is_map
 from dsctl_api.pods import is_pod_available, is_pod_ready
@@ -74,9 +75,11 @@ def plan_node(
     ds: Obj, basis: Basis, node: str, fit: Fit | None, pods: Sequence[Obj], *, now: float, backoff: BackoffView
 ) -> NodeOutcome:
     """The outcome of one node under ``basis`` at ``now``."""
-    live = tuple(p for p in pods if is_map(p))
+    live = tuple([p for p in pods if is_map(p)])
     manage = manage_node(ds, node, fit, live, hash=basis.hash, now=now, backoff=backoff, surge=basis.surge,
                          min_ready=basis.min_ready)
+    if fit is not None and len(live) == 1 and not deletion_timestamp(live[0]):
+        return _one_pod(node, fit, live, manage, basis, now)
     counts = node_counts(fit, live, min_ready=basis.min_ready, hash=basis.hash,
                          generation=basis.template_generation, now=now)
     volatile = manage.requeue_after is not None
@@ -93,9 +96,21 @@ def plan_node(
     return NodeOutcome(node=node, fit=fit, pods=live, manage=manage, counts=counts, volatile=volatile, old=old)
 
 
-def _add(a: Counts, b: Counts, sign: int) -> Counts:
-    return (a[0] + sign * b[0], a[1] + sign * b[1], a[2] + sign * b[2], a[3] + sign * b[3],
-            a[4] + sign * b[4], a[5] + sign * b[5])
+def _one_pod(node: str, fit: Fit, live: tuple[Obj, ...], manage: Plan, basis: Basis, now: float) -> NodeOutcome:
+    """``plan_node`` for the steady state, one live pod: each fact about the pod read once."""
+    pod = live[0]
+    updated = is_pod_updated(pod, basis.hash, basis.template_generation)
+    ready = is_pod_ready(pod)
+    waiting = basis.min_ready > 0 and ready and not is_pod_available(pod, basis.min_ready, now)
+    counts: Counts
+    if fit.should_run:
+        available = ready and not waiting and not in_place_pending(pod)
+        counts = (1, 1, 0, 1 if ready else 0, 1 if available else 0, 1 if updated else 0)
+    else:
+        counts = (0, 0, 1, 0, 0, 0)
+    volatile = manage.requeue_after is not None or waiting or phase(pod) == "Failed"
+    return NodeOutcome(node=node, fit=fit, pods=live, manage=manage, counts=counts, volatile=volatile,
+                       old=not updated)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,36 +133,43 @@ class NodeTable:
     def updated(self, outcomes: Iterable[NodeOutcome], *, gone: Iterable[str] = ()) -> NodeTable:
         """This table with ``outcomes`` replacing their nodes' entries and ``gone`` dropped."""
         table = dict(self.outcomes)
-        totals = self.totals
+        totals = list(self.totals)
         acting, volatile = set(self.acting), set(self.volatile)
         old = self.old
 
         def drop(node: str) -> None:
-            nonlocal totals, old
+            nonlocal old
             previous = table.pop(node, None)
             if previous is None:
                 return
-            totals = _add(totals, previous.counts, -1)
+            for i, value in enumerate(previous.counts):
+                totals[i] -= value
             old -= previous.old
             acting.discard(node)
             volatile.discard(node)
 
         for node in gone:
             drop(node)
+        fresh = not table
         for outcome in outcomes:
             node = outcome.node
-            drop(node)
+            if not fresh:
+                drop(node)
             if outcome.fit is None and not outcome.pods:
                 continue
             table[node] = outcome
-            totals = _add(totals, outcome.counts, 1)
+            counts = outcome.counts
+            if counts is not NO_COUNTS:
+                for i, value in enumerate(counts):
+                    totals[i] += value
             old += outcome.old
             if not outcome.manage.empty:
                 acting.add(node)
             if outcome.volatile:
                 volatile.add(node)
-        return NodeTable(basis=self.basis, outcomes=table, totals=totals, acting=frozenset(acting),
-                         volatile=frozenset(volatile), old=old)
+        return NodeTable(basis=self.basis, outcomes=table,
+                         totals=(totals[0], totals[1], totals[2], totals[3], totals[4], totals[5]),
+                         acting=frozenset(acting), volatile=frozenset(volatile), old=old)
 
     def rebased(self, basis: Basis) -> NodeTable:
         """An empty table for ``basis``."""
