@@ -154,6 +154,8 @@ class Syncer:
             emit = log.info if wrote else log.debug
             emit("sync", key=key, sync_id=sync_id, duration_ms=round((self._monotonic() - started) * 1000, 2),
                  mode="full" if plan.full else "incremental", planned_nodes=plan.replanned,
+                 nodes=len(plan.table.outcomes) if plan.table else 0,
+                 pods=plan.table.totals[1] + plan.table.totals[2] if plan.table else 0,
                  creates=report.created, deletes=report.deleted, in_place=report.patched,
                  hash=plan.history.hash if plan.history else "", errors=report.errors,
                  status_only=plan.status_only)
