@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dsctl.controller.changes import ChangeLog
 from dsctl.controller.expectations import Expectations
 from dsctl.controller.handlers import Handlers
 
@@ -54,6 +55,7 @@ class Cluster:
     pods: list[Obj] = field(default_factory=list)
     queue: RecordingQueue = field(default_factory=RecordingQueue)
     expectations: Expectations = field(default_factory=lambda: Expectations(clock=lambda: 0.0))
+    changes: ChangeLog = field(default_factory=ChangeLog)
     lists: int = 0
 
     def get(self, key: str) -> Obj | None:
@@ -75,6 +77,7 @@ class Cluster:
             expectations=self.expectations, enqueue=self.queue.add, enqueue_after=self.queue.add_after,
             enqueue_prioritized=self.queue.add_prioritized if prioritized else None,
             priority_of=(lambda d: int(d["spec"]["template"]["spec"].get("priority", 0))) if prioritized else None,
+            changes=self.changes,
         )
 
 
