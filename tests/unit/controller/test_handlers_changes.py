@@ -57,8 +57,8 @@ def test_changes_noted(event: Event, agent: set[str], logs: set[str]) -> None:
     for key in ("default/agent", "default/logs"):
         cluster.changes.take(key)
     event(cluster.handlers())
-    assert cluster.changes.take("default/agent") == agent
-    assert cluster.changes.take("default/logs") == logs
+    assert cluster.changes.take("default/agent") == frozenset(agent)
+    assert cluster.changes.take("default/logs") == frozenset(logs)
 
 
 def test_a_resync_asks_for_a_full_recount() -> None:
