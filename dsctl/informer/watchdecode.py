@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 import msgspec
 import orjson
@@ -50,7 +50,6 @@ kind filled in, transformed); a BOOKMARK's object is as received (its annotation
 _intern = sys.intern
 _UNSET = msgspec.UNSET
 _NO_RAW = msgspec.Raw()
-_OBJECT_EVENTS = frozenset({"ADDED", "MODIFIED", "DELETED"})
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 
 
@@ -94,9 +93,15 @@ class _Spec(msgspec.Struct, gc=False):
     affinity: _Affinity | None = None
 
 
+# Values from a closed set decode as Literals: msgspec hands out the one shared constant (what
+# interning would give) instead of allocating a string; any other value takes the general path.
+_ConditionStatus = Literal["True", "False", "Unknown"]
+_Phase = Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"]
+
+
 class _Condition(msgspec.Struct, gc=False):
     type: str | None = None
-    status: str | None = None
+    status: _ConditionStatus | None = None
     lastTransitionTime: str | None = None
 
 
@@ -111,7 +116,7 @@ class _ContainerStatus(msgspec.Struct, gc=False):
 
 
 class _Status(msgspec.Struct, gc=False):
-    phase: str | None = None
+    phase: _Phase | None = None
     conditions: list[_Condition] | None = None
     containerStatuses: list[_ContainerStatus] | None = None
 
@@ -135,16 +140,20 @@ def _metadata_schema(annotations: tuple[str, ...]) -> Any:
     return _typed_dict("PodMetadata", fields, total=False)
 
 
-def _event_schema(metadata: Any) -> Any:
+def _event_schema(metadata: Any, *, api_version: str, kind: str) -> Any:
+    """An ADDED, MODIFIED or DELETED event of a pod of this apiVersion and kind (the types
+    and names the informer fills in, so an object that names others takes the general path)."""
     # gc=False: these instances live for one decode and never hold a cycle.
     pod = msgspec.defstruct("Pod", [
-        ("apiVersion", str | msgspec.UnsetType, _UNSET),
-        ("kind", str | msgspec.UnsetType, _UNSET),
+        ("apiVersion", Literal[api_version] | msgspec.UnsetType, _UNSET),
+        ("kind", Literal[kind] | msgspec.UnsetType, _UNSET),
         ("metadata", metadata | None, None),
         ("spec", _Spec | None, None),
         ("status", _Status | None, None),
     ], gc=False)
-    return msgspec.defstruct("PodEvent", [("type", str), ("object", pod)], gc=False)
+    return msgspec.defstruct(
+        "PodEvent", [("type", Literal["ADDED", "MODIFIED", "DELETED"]), ("object", pod)], gc=False,
+    )
 
 
 # -- raw JSON → the projection's shared value ---------------------------------------------
@@ -182,11 +191,14 @@ def lean_pod_decoder(
     """A decoder equal to ``general`` on every line (see the module docstring), that decodes
     an ordinary pod event into its projection without materialising the rest of the pod."""
     annotations = projection.keep_annotations
-    decode_line = msgspec.json.Decoder(_event_schema(_metadata_schema(annotations))).decode
     filled_api_version = _intern(api_version)
     filled_kind = _intern(kind)
+    schema = _event_schema(_metadata_schema(annotations), api_version=filled_api_version,
+                           kind=filled_kind)
+    decode_line = msgspec.json.Decoder(schema).decode
     intern = _intern
     unset = _UNSET
+    errors = (msgspec.DecodeError, orjson.JSONDecodeError)
     # Hits are read straight from the tables; a miss goes through the owner's function.
     labels, labels_miss = _LABELS.table.get, _LABELS.get
     owners, owners_miss = _OWNERS.table.get, _OWNERS.get
@@ -194,82 +206,78 @@ def lean_pod_decoder(
     ready, ready_miss = READY_CONDITIONS.table.get, ready_condition
     restarts, restarts_miss = RESTART_COUNTS.table.get, restart_counts
 
-    def finish(pod: Any) -> Obj:
-        """The projection of a schema-decoded pod: PodProjection's rules, field by field."""
-        out: Obj = {}
-        if pod.kind is unset:  # what the reflector does to an object without a kind
-            out["apiVersion"] = filled_api_version
-            out["kind"] = filled_kind
-        else:
-            if pod.apiVersion is not unset:
-                out["apiVersion"] = intern(pod.apiVersion)
-            out["kind"] = intern(pod.kind)
-        meta = pod.metadata
-        if meta is None:
-            out["metadata"] = {}
-        else:
-            if "name" not in meta:
-                meta["name"] = None
-            value = meta.get("namespace")
-            if value is not None:
-                meta["namespace"] = intern(value)
-            value = meta.get("creationTimestamp")
-            if value is not None:
-                meta["creationTimestamp"] = intern(value)
-            raw = meta.get("labels")
-            if raw is not None:
-                key = bytes(raw)
-                if (value := labels(key) or labels_miss(key)) is None:
-                    del meta["labels"]
-                else:
-                    meta["labels"] = value
-            raw = meta.get("ownerReferences")
-            if raw is not None:
-                key = bytes(raw)
-                if (value := owners(key) or owners_miss(key)) is None:
-                    del meta["ownerReferences"]
-                else:
-                    meta["ownerReferences"] = value
-            if annotations and "annotations" in meta and not meta["annotations"]:
-                del meta["annotations"]
-            out["metadata"] = meta
-        spec = pod.spec
-        if spec is not None:
-            kept: Obj = {}
-            if spec.nodeName:
-                kept["nodeName"] = intern(spec.nodeName)
-            if (aff := spec.affinity) is not None and (node_aff := aff.nodeAffinity) is not None:
-                raw = node_aff.required
-                if raw:
-                    key = bytes(raw)
-                    if (value := affinities(key) or affinity_miss(key)) is not None:
-                        kept["affinity"] = value
-            out["spec"] = kept
-        status = pod.status
-        if status is not None:
-            kept = {}
-            if status.phase is not None:
-                kept["phase"] = intern(status.phase)
-            if status.conditions:
-                for cond in status.conditions:
-                    if cond.type == "Ready":
-                        state = (cond.status, cond.lastTransitionTime)
-                        kept["conditions"] = ready(state) or ready_miss(*state)
-                        break
-            if status.containerStatuses:
-                pairs = tuple([(s.name, s.restartCount) for s in status.containerStatuses
-                               if s.name is not None])
-                kept["containerStatuses"] = restarts(pairs) or restarts_miss(pairs)
-            out["status"] = kept
-        return out
-
     def decode(line: bytes | memoryview) -> WatchEvent:
+        """PodProjection's rules, field by field, on the schema-decoded event. The schema's
+        Literals (apiVersion, kind, phase, condition status) are shared constants already."""
         try:
             event = decode_line(line)
-            if event.type in _OBJECT_EVENTS:
-                return event.type, finish(event.object)
-        except (msgspec.DecodeError, orjson.JSONDecodeError):
-            pass  # not the ordinary shape (or not JSON): the general path decides
-        return general(line)
+            pod = event.object
+            out: Obj = {}
+            if pod.kind is unset:  # what the reflector does to an object without a kind
+                out["apiVersion"] = filled_api_version
+                out["kind"] = filled_kind
+            else:
+                if pod.apiVersion is not unset:
+                    out["apiVersion"] = pod.apiVersion
+                out["kind"] = pod.kind
+            meta = pod.metadata
+            if meta is None:
+                out["metadata"] = {}
+            else:
+                if "name" not in meta:
+                    meta["name"] = None
+                value = meta.get("namespace")
+                if value is not None:
+                    meta["namespace"] = intern(value)
+                value = meta.get("creationTimestamp")
+                if value is not None:
+                    meta["creationTimestamp"] = intern(value)
+                raw = meta.get("labels")
+                if raw is not None:
+                    key = bytes(raw)
+                    if (value := labels(key) or labels_miss(key)) is None:
+                        del meta["labels"]
+                    else:
+                        meta["labels"] = value
+                raw = meta.get("ownerReferences")
+                if raw is not None:
+                    key = bytes(raw)
+                    if (value := owners(key) or owners_miss(key)) is None:
+                        del meta["ownerReferences"]
+                    else:
+                        meta["ownerReferences"] = value
+                if annotations and "annotations" in meta and not meta["annotations"]:
+                    del meta["annotations"]
+                out["metadata"] = meta
+            spec = pod.spec
+            if spec is not None:
+                kept: Obj = {}
+                if spec.nodeName:
+                    kept["nodeName"] = intern(spec.nodeName)
+                aff = spec.affinity
+                if aff is not None and (node_aff := aff.nodeAffinity) is not None and node_aff.required:
+                    key = bytes(node_aff.required)
+                    if (value := affinities(key) or affinity_miss(key)) is not None:
+                        kept["affinity"] = value
+                out["spec"] = kept
+            status = pod.status
+            if status is not None:
+                kept = {}
+                if status.phase is not None:
+                    kept["phase"] = status.phase
+                if status.conditions:
+                    for cond in status.conditions:
+                        if cond.type == "Ready":
+                            state = (cond.status, cond.lastTransitionTime)
+                            kept["conditions"] = ready(state) or ready_miss(*state)
+                            break
+                if status.containerStatuses:
+                    pairs = tuple([(c.name, c.restartCount) for c in status.containerStatuses
+                                   if c.name is not None])
+                    kept["containerStatuses"] = restarts(pairs) or restarts_miss(pairs)
+                out["status"] = kept
+            return event.type, out
+        except errors:
+            return general(line)  # not the ordinary shape (or not JSON): the general path decides
 
     return decode
