@@ -8,7 +8,9 @@ Runs against benchmarks/informer_fixture_server.py in a separate process (5,000 
 - ``watch``: a synced pod informer, built as the controller builds it (projection, three
   indexes), consuming ``--watch-events`` MODIFIED events (``--profile FILE``: cProfile of
   that phase);
-- ``watch-raw``: the same stream through ``KubeClient.watch`` alone, no informer (the floor);
+- ``watch-raw``: the same stream through ``KubeClient.watch`` alone, no informer;
+- ``watch-split``: the same stream through ``KubeClient.watch_batches`` with a decoder that
+  does nothing: HTTP, chunking and line splitting only, the floor under any decoder;
 - ``nodes-dicts`` / ``nodes-models``: one 5,000-node NodeList as orjson dicts through
   KubeClient vs ``CoreV1Api.list_node()`` models (time, median of 3; RSS growth).
 
@@ -189,6 +191,27 @@ async def watch_raw_case(url: str, *, events: int, qps: float) -> dict[str, Any]
             "events_per_cpu_second": round(seen / cpu)}
 
 
+async def watch_split_case(url: str, *, events: int, qps: float) -> dict[str, Any]:
+    """HTTP and line splitting alone: every line handed to a decoder that returns None."""
+    from dsctl.kube import PODS
+
+    client = await _client(url, qps)
+    seen = 0
+    cpu_started = time.process_time()
+    started = time.perf_counter()
+    async for batch in client.watch_batches(PODS, decode=lambda _line: None, label_selector="bench=watch",
+                                            resource_version="5000000", timeout_seconds=600):
+        seen += len(batch)
+        if seen >= events:
+            break
+    elapsed = time.perf_counter() - started
+    cpu = time.process_time() - cpu_started
+    await client.close()
+    return {"case": "watch-split", "events": seen, "seconds": round(elapsed, 2),
+            "events_per_second": round(seen / elapsed), "cpu_seconds": round(cpu, 2),
+            "events_per_cpu_second": round(seen / cpu)}
+
+
 async def nodes_case(url: str, *, models: bool) -> dict[str, Any]:
     from dsctl.kube import NODES
 
@@ -239,6 +262,8 @@ def child(args: argparse.Namespace) -> None:
                                         profile=args.profile, controller_gc=args.controller_gc))
     elif args.child == "watch-raw":
         result = asyncio.run(watch_raw_case(args.url, events=args.watch_events, qps=args.qps))
+    elif args.child == "watch-split":
+        result = asyncio.run(watch_split_case(args.url, events=args.watch_events, qps=args.qps))
     else:
         result = asyncio.run(nodes_case(args.url, models=args.child == "nodes-models"))
     print(json.dumps(result), flush=True)
