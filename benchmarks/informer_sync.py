@@ -8,12 +8,15 @@ Runs against benchmarks/informer_fixture_server.py in a separate process (5,000 
 - ``watch``: a synced pod informer, built as the controller builds it (projection, three
   indexes), consuming ``--watch-events`` MODIFIED events (``--profile FILE``: cProfile of
   that phase);
-- ``watch-raw``: the same stream through ``KubeClient.watch`` alone, no informer (the floor);
+- ``watch-raw``: the same stream through ``KubeClient.watch`` alone, no informer;
+- ``watch-split``: the same stream through ``KubeClient.watch_batches`` with a decoder that
+  does nothing: HTTP, chunking and line splitting only, the floor under any decoder;
 - ``nodes-dicts`` / ``nodes-models``: one 5,000-node NodeList as orjson dicts through
   KubeClient vs ``CoreV1Api.list_node()`` models (time, median of 3; RSS growth).
 
 Usage: ``python benchmarks/informer_sync.py [--nodes 5000] [--pods 150000]``; prints a table
-and the JSON of every case.
+and the JSON of every case. ``--trees before=DIR,after=DIR --rounds 3`` runs the cases against
+the dsctl of each source tree in turn (same fixture server, alternating, a fresh process each).
 """
 
 from __future__ import annotations
@@ -131,8 +134,11 @@ async def watch_case(
         if seen >= events:
             done.set()
 
+    from dsctl.daemonset.inplace import IN_PLACE_ANNOTATION
+
     # As the controller builds it: projection, indexes by node, owner UID and orphan namespace.
-    pods = Informer(client, PODS, transform=make_pod_projection(), label_selector="bench=watch",
+    pods = Informer(client, PODS, transform=make_pod_projection(keep_annotations=(IN_PLACE_ANNOTATION,)),
+                    label_selector="bench=watch",
                     indexers={BY_NODE_NAME: by_node_name, BY_OWNER_UID: by_owner_uid,
                               "orphansByNamespace": orphans_by_namespace})
     pods.add_handler(on_update=on_update)
@@ -155,9 +161,12 @@ async def watch_case(
         profiler.dump_stats(profile)
     await pods.stop()
     await client.close()
+    gc.collect()
+    rss, peak = rss_mib()
     return {"case": "watch", "controller_gc": controller_gc, "events": seen, "seconds": round(elapsed, 2),
             "events_per_second": round(seen / elapsed), "cpu_seconds": round(cpu, 2),
-            "events_per_cpu_second": round(seen / cpu)}
+            "events_per_cpu_second": round(seen / cpu), "rss_after_events_mib": round(rss, 1),
+            "rss_peak_mib": round(peak, 1)}
 
 
 async def watch_raw_case(url: str, *, events: int, qps: float) -> dict[str, Any]:
@@ -178,6 +187,27 @@ async def watch_raw_case(url: str, *, events: int, qps: float) -> dict[str, Any]
     cpu = time.process_time() - cpu_started
     await client.close()
     return {"case": "watch-raw", "events": seen, "seconds": round(elapsed, 2),
+            "events_per_second": round(seen / elapsed), "cpu_seconds": round(cpu, 2),
+            "events_per_cpu_second": round(seen / cpu)}
+
+
+async def watch_split_case(url: str, *, events: int, qps: float) -> dict[str, Any]:
+    """HTTP and line splitting alone: every line handed to a decoder that returns None."""
+    from dsctl.kube import PODS
+
+    client = await _client(url, qps)
+    seen = 0
+    cpu_started = time.process_time()
+    started = time.perf_counter()
+    async for batch in client.watch_batches(PODS, decode=lambda _line: None, label_selector="bench=watch",
+                                            resource_version="5000000", timeout_seconds=600):
+        seen += len(batch)
+        if seen >= events:
+            break
+    elapsed = time.perf_counter() - started
+    cpu = time.process_time() - cpu_started
+    await client.close()
+    return {"case": "watch-split", "events": seen, "seconds": round(elapsed, 2),
             "events_per_second": round(seen / elapsed), "cpu_seconds": round(cpu, 2),
             "events_per_cpu_second": round(seen / cpu)}
 
@@ -222,6 +252,8 @@ async def nodes_case(url: str, *, models: bool) -> dict[str, Any]:
 
 
 def child(args: argparse.Namespace) -> None:
+    if args.tree:
+        sys.path[:0] = [args.tree, str(Path(args.tree) / "dsctl-api")]
     if args.child in ("sync-full", "sync-projected"):
         result = asyncio.run(sync_case(args.url, projected=args.child == "sync-projected",
                                        qps=args.qps))
@@ -230,6 +262,8 @@ def child(args: argparse.Namespace) -> None:
                                         profile=args.profile, controller_gc=args.controller_gc))
     elif args.child == "watch-raw":
         result = asyncio.run(watch_raw_case(args.url, events=args.watch_events, qps=args.qps))
+    elif args.child == "watch-split":
+        result = asyncio.run(watch_split_case(args.url, events=args.watch_events, qps=args.qps))
     else:
         result = asyncio.run(nodes_case(args.url, models=args.child == "nodes-models"))
     print(json.dumps(result), flush=True)
@@ -246,23 +280,32 @@ def main() -> None:
     parser.add_argument("--profile", help="write a cProfile of the watch case's event phase here")
     parser.add_argument("--controller-gc", action="store_true",
                         help="watch case: the controller's GC settings (thresholds, freeze after sync)")
+    parser.add_argument("--trees", help="NAME=DIR,...: run the cases against each source tree in turn")
+    parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--child")
     parser.add_argument("--url")
+    parser.add_argument("--tree")
     args = parser.parse_args()
     if args.child:
         child(args)
         return
     results = []
+    trees = [item.split("=", 1) for item in args.trees.split(",")] if args.trees else [["", ""]]
     with fixture_server(nodes=args.nodes, pods=args.pods,
                         watch_events=args.watch_events) as url:
-        for case in args.cases.split(","):
-            extra = ["--profile", args.profile] if args.profile and case == "watch" else []
-            extra += ["--controller-gc"] if args.controller_gc else []
-            result = run_child("informer_sync.py", "--child", case, "--url", url,
-                               "--qps", str(args.qps), "--watch-events",
-                               str(args.watch_events), *extra)
-            print(json.dumps(result), flush=True)
-            results.append(result)
+        for _ in range(args.rounds):
+            for name, tree in trees:
+                for case in args.cases.split(","):
+                    extra = ["--profile", args.profile] if args.profile and case == "watch" else []
+                    extra += ["--controller-gc"] if args.controller_gc else []
+                    extra += ["--tree", tree] if tree else []
+                    result = run_child("informer_sync.py", "--child", case, "--url", url,
+                                       "--qps", str(args.qps), "--watch-events",
+                                       str(args.watch_events), *extra)
+                    if name:
+                        result = {"tree": name, **result}
+                    print(json.dumps(result), flush=True)
+                    results.append(result)
     print(json.dumps({"nodes": args.nodes, "pods": args.pods, "results": results}, indent=1))
 
 

@@ -28,10 +28,10 @@ from typing import Any, NamedTuple
 from dsctl.daemonset.access import phase
 from dsctl.daemonset.backoff import BackoffView
 from dsctl.daemonset.eligibility import Fit
+from dsctl.daemonset.inplace import in_place_pending
 from dsctl.daemonset.manage import manage_node
 from dsctl.daemonset.plan import Plan, Status, merge_plans
 from dsctl.daemonset.status import NO_COUNTS, Counts, node_counts, status_of
-from dsctl.daemonset.inplace import in_place_pending
 from dsctl.daemonset.template import is_pod_updated
 from dsctl_api.objects import deletion_timestamp, is_map
 from dsctl_api.pods import is_pod_available, is_pod_ready

@@ -42,7 +42,20 @@ from typing import Any
 
 import orjson
 
-__all__ = ["SharedValues", "make_pod_projection", "project_node", "project_pod"]
+__all__ = [
+    "READY_CONDITIONS",
+    "RESTART_COUNTS",
+    "PodProjection",
+    "SharedValues",
+    "make_pod_projection",
+    "project_node",
+    "project_pod",
+    "ready_condition",
+    "required_node_affinity",
+    "restart_counts",
+    "shared_labels",
+    "shared_owner_refs",
+]
 
 Obj = dict[str, Any]
 _intern = sys.intern
@@ -59,24 +72,26 @@ class SharedValues:
 
     def __init__(self, max_entries: int = 100_000) -> None:
         self.max_entries = max_entries
-        self._table: dict[Hashable, Any] = {}
+        self.table: dict[Hashable, Any] = {}
+        """Read-only for callers: a hot path may look a key up here directly (the dict is
+        never replaced, only emptied), and call :meth:`get` or :meth:`put` on a miss."""
 
     def get(self, key: Hashable, make: Callable[[], Any]) -> Any:
         """The canonical value for ``key``, built by ``make()`` the first time."""
-        found = self._table.get(key)
+        found = self.table.get(key)
         if found is None:
             found = self.put(key, make())
         return found
 
     def put(self, key: Hashable, value: Any) -> Any:
         """Make ``value`` the canonical value for ``key`` (absent until now); return it."""
-        if len(self._table) >= self.max_entries:
-            self._table.clear()
-        self._table[key] = value
+        if len(self.table) >= self.max_entries:
+            self.table.clear()
+        self.table[key] = value
         return value
 
     def __len__(self) -> int:
-        return len(self._table)
+        return len(self.table)
 
 
 def _interned_map(values: dict[str, Any]) -> Obj:
@@ -91,14 +106,19 @@ _OWNERS = SharedValues()
 _READY = SharedValues()
 _AFFINITY = SharedValues()
 _RESTARTS = SharedValues()
+READY_CONDITIONS = _READY
+"""Ready conditions by ``(status, lastTransitionTime)`` (see :func:`ready_condition`)."""
+RESTART_COUNTS = _RESTARTS
+"""containerStatuses lists by their ``(name, restartCount)`` pairs (see :func:`restart_counts`)."""
 
 
-def _labels(labels: Any) -> Obj | None:
+def shared_labels(labels: Any) -> Obj | None:
+    """The shared, interned copy of a labels map (None when empty or not a map)."""
     if not labels or labels.__class__ is not dict:
         return None
     try:
         key = tuple(labels.items())
-        found = _LABELS._table.get(key)
+        found = _LABELS.table.get(key)
     except TypeError:  # a non-string value: not hashable, keep a private copy
         return _interned_map(labels)
     if found is None:
@@ -106,12 +126,13 @@ def _labels(labels: Any) -> Obj | None:
     return found  # type: ignore[no-any-return]
 
 
-def _owner_refs(refs: Any) -> list[Obj] | None:
+def shared_owner_refs(refs: Any) -> list[Obj] | None:
+    """The shared, interned copy of an ownerReferences list (None when empty or not a list)."""
     if not refs or refs.__class__ is not list:
         return None
     try:
         key = tuple([tuple(r.items()) for r in refs])
-        found = _OWNERS._table.get(key)
+        found = _OWNERS.table.get(key)
     except (AttributeError, TypeError):
         return [_interned_map(r) for r in refs if isinstance(r, dict)]
     if found is None:
@@ -125,32 +146,39 @@ def _ready_condition(status: Any) -> list[Obj] | None:
         return None
     for cond in conditions:
         if cond.__class__ is dict and cond.get("type") == "Ready":
-            state = cond.get("status")
-            since = cond.get("lastTransitionTime")
-            try:
-                key = (state, since)
-                found = _READY._table.get(key)
-            except TypeError:
-                found = None
-                key = None
-            if found is None:
-                made: Obj = {"type": "Ready", "status": state}
-                if since is not None:
-                    made["lastTransitionTime"] = since
-                found = [made] if key is None else _READY.put(key, [made])
-            return found
+            return ready_condition(cond.get("status"), cond.get("lastTransitionTime"))
     return None
+
+
+def ready_condition(state: Any, since: Any) -> list[Obj]:
+    """The shared one-element ``conditions`` list of a Ready condition in this state."""
+    try:
+        key = (state, since)
+        found = _READY.table.get(key)
+    except TypeError:
+        found = None
+        key = None
+    if found is None:
+        made: Obj = {"type": "Ready", "status": state}
+        if since is not None:
+            made["lastTransitionTime"] = since
+        found = [made] if key is None else _READY.put(key, [made])
+    return found
 
 
 def _restart_counts(status: Obj) -> list[Obj] | None:
     statuses = status.get("containerStatuses")
     if not statuses or statuses.__class__ is not list:
         return None
-    kept = tuple(
+    return restart_counts(tuple(
         (name, s.get("restartCount"))
         for s in statuses
         if s.__class__ is dict and (name := s.get("name")).__class__ is _str
-    )
+    ))
+
+
+def restart_counts(kept: tuple[tuple[str, Any], ...]) -> list[Obj]:
+    """The shared ``containerStatuses`` list for these (name, restartCount) pairs."""
 
     def make() -> list[Obj]:
         return [{"name": _intern(str(n))} if c is None else {"name": _intern(str(n)), "restartCount": c}
@@ -182,8 +210,8 @@ def _metadata(meta: Any, annotations: tuple[str, ...]) -> Obj:
     value = get("deletionTimestamp")
     if value is not None:
         out["deletionTimestamp"] = value
-    labels = _labels(get("labels"))
-    refs = _owner_refs(get("ownerReferences"))
+    labels = shared_labels(get("labels"))
+    refs = shared_owner_refs(get("ownerReferences"))
     if labels is not None:
         out["labels"] = labels
     if refs is not None:
@@ -234,11 +262,15 @@ def _required_node_affinity(spec: Obj) -> Obj | None:
     node_affinity = affinity.get("nodeAffinity")
     if node_affinity.__class__ is not dict:
         return None
-    required = node_affinity.get(_REQUIRED)
+    return required_node_affinity(node_affinity.get(_REQUIRED))
+
+
+def required_node_affinity(required: Any) -> Obj | None:
+    """The shared ``affinity`` of a pod whose required node affinity is ``required``."""
     if required is None:
         return None
     key = _target_node(required) or orjson.dumps(required)
-    found = _AFFINITY._table.get(key)
+    found = _AFFINITY.table.get(key)
     if found is None:
         found = _AFFINITY.put(key, {"nodeAffinity": {_REQUIRED: required}})
     return found  # type: ignore[no-any-return]
@@ -255,13 +287,19 @@ def _type_meta(obj: Obj) -> Obj:
     return out
 
 
-def make_pod_projection(*, keep_annotations: Iterable[str] = ()) -> Callable[[Obj], Obj]:
-    """A pod projection that also keeps the named annotations."""
-    names = tuple(keep_annotations)
+class PodProjection:
+    """The pod projection (see the module docstring), keeping also the annotations named in
+    ``keep_annotations``. Call it on a pod; the watch path decodes straight to the same result
+    (``dsctl.informer.watchdecode``), which is why the kept annotations are an attribute."""
 
-    def project(pod: Obj) -> Obj:
+    __slots__ = ("keep_annotations",)
+
+    def __init__(self, *, keep_annotations: Iterable[str] = ()) -> None:
+        self.keep_annotations = tuple(keep_annotations)
+
+    def __call__(self, pod: Obj) -> Obj:
         out = _type_meta(pod)
-        out["metadata"] = _metadata(pod.get("metadata"), names)
+        out["metadata"] = _metadata(pod.get("metadata"), self.keep_annotations)
         spec = pod.get("spec")
         if spec.__class__ is dict:
             kept_spec: Obj = {}
@@ -287,7 +325,10 @@ def make_pod_projection(*, keep_annotations: Iterable[str] = ()) -> Callable[[Ob
             out["status"] = kept_status
         return out
 
-    return project
+
+def make_pod_projection(*, keep_annotations: Iterable[str] = ()) -> PodProjection:
+    """A pod projection that also keeps the named annotations."""
+    return PodProjection(keep_annotations=keep_annotations)
 
 
 project_pod = make_pod_projection()

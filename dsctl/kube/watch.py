@@ -3,30 +3,50 @@
 kubernetes_asyncio's ``Watch`` reads lines with aiohttp's line reader (which fails on lines over
 its buffer limit), yields HTTP error bodies as strings and never surfaces a 410 cleanly. This
 module reads the body in raw chunks and splits lines itself, so one event may be as large as
-``max_event_bytes``; every event is decoded once with orjson into ``{"type", "object"}``.
+``max_event_bytes``.
+
+:func:`iter_event_batches` is the primitive: it decodes every complete line of a chunk with a
+caller's ``decode`` (by default :func:`decode_event`, one orjson decode into ``{"type",
+"object"}``) and yields them as one list, so a busy stream costs one await per chunk, not per
+event. An informer hands in a decoder that materialises only the fields it caches (see
+``dsctl.informer.watchdecode``). :func:`iter_events` flattens the batches.
 
 In-stream ``ERROR`` events raise the mapped :class:`~dsctl.kube.errors.ApiError` (``Gone`` for
-the 410 "Expired" that a compacted history produces). A stream that stays silent for
-``inactivity_timeout`` seconds raises :class:`~dsctl.kube.errors.ConnectionFailed` with reason
-``WatchInactive``: a watch silently dropped by a load balancer must not hang the informer. A
-clean end of stream (the server's ``timeoutSeconds``) simply ends the iteration.
+the 410 "Expired" that a compacted history produces); a malformed line raises
+:class:`~dsctl.kube.errors.ConnectionFailed` with reason ``BadWatchEvent``. Either way the events
+decoded before it are yielded first, so nothing is lost. A stream that stays silent for
+``inactivity_timeout`` seconds raises ``ConnectionFailed`` with reason ``WatchInactive``: a watch
+silently dropped by a load balancer must not hang the informer. A clean end of stream (the
+server's ``timeoutSeconds``) simply ends the iteration.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any, TypeVar
 
 import aiohttp
 import orjson
 
 from dsctl.kube.errors import ApiError, ConnectionFailed, from_status_object, one_line
 
-__all__ = ["DEFAULT_MAX_EVENT_BYTES", "EVENT_TYPES", "decode_event", "iter_events"]
+__all__ = [
+    "DEFAULT_MAX_EVENT_BYTES",
+    "EVENT_TYPES",
+    "LineDecoder",
+    "decode_event",
+    "iter_event_batches",
+    "iter_events",
+]
 
 DEFAULT_MAX_EVENT_BYTES = 64 * 1024 * 1024
 EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
+
+T = TypeVar("T")
+LineDecoder = Callable[[bytes | memoryview], T]
+"""Decodes one non-blank NDJSON line; raises ApiError for ERROR events and ConnectionFailed
+(reason ``BadWatchEvent``) for malformed lines, like :func:`decode_event`."""
 
 
 def decode_event(line: bytes | bytearray | memoryview) -> dict[str, Any]:
@@ -51,20 +71,51 @@ def decode_event(line: bytes | bytearray | memoryview) -> dict[str, Any]:
     return event
 
 
-async def iter_events(
+def _is_blank(line: bytes | memoryview) -> bool:
+    # Blank lines (keep-alive newlines) are rare; a line of JSON starts with "{".
+    return not line or (line[0] != 0x7B and not bytes(line).strip())
+
+
+def _decode_lines(
+    data: bytes, start: int, decode: LineDecoder[T], out: list[T]
+) -> tuple[int, Exception | None]:
+    """Decode the complete lines of ``data`` from ``start`` into ``out``; return the offset of
+    the unfinished tail and the error that stopped decoding, if any."""
+    view = memoryview(data)
+    find = data.find
+    append = out.append
+    try:
+        while (end := find(b"\n", start)) >= 0:
+            line = view[start:end]
+            start = end + 1
+            if line and (line[0] == 0x7B or not _is_blank(line)):
+                append(decode(line))
+    except Exception as exc:  # an ERROR event or a malformed line: deliver what came before
+        return start, exc
+    return start, None
+
+
+async def iter_event_batches(
     response: aiohttp.ClientResponse,
     *,
+    decode: LineDecoder[T],
     inactivity_timeout: float | None,
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-) -> AsyncIterator[dict[str, Any]]:
-    """Yield decoded events from an open watch response, closing it when done or abandoned."""
-    buffer = bytearray()
+) -> AsyncGenerator[list[T], None]:
+    """Yield the decoded events of each chunk read from an open watch response (never an
+    empty list), closing the response when done or abandoned.
+
+    Lines are decoded from views of the received chunks, without copying; only a line split
+    across chunks is joined."""
+    pending: list[bytes] = []  # the unfinished line: pieces of earlier chunks
+    pending_size = 0
     finished = False
+    content = response.content
     try:
         while True:
             try:
                 async with asyncio.timeout(inactivity_timeout):
-                    chunk = await response.content.readany()
+                    chunk = await content.readany()
             except TimeoutError:
                 raise ConnectionFailed(
                     f"watch stream silent for {inactivity_timeout}s", reason="WatchInactive"
@@ -74,23 +125,60 @@ async def iter_events(
             if not chunk:
                 finished = True
                 break
-            buffer += chunk
+            batch: list[T] = []
+            error: Exception | None = None
             start = 0
-            while (end := buffer.find(b"\n", start)) >= 0:
-                line = bytes(buffer[start:end])
-                start = end + 1
-                if line.strip():
-                    yield decode_event(line)
-            if start:
-                del buffer[:start]
-            if len(buffer) > max_event_bytes:
+            if pending:
+                newline = chunk.find(b"\n")
+                if newline < 0:
+                    pending.append(chunk)
+                    pending_size += len(chunk)
+                    start = len(chunk)
+                else:
+                    pending.append(chunk[:newline + 1])
+                    head = b"".join(pending)
+                    pending.clear()
+                    pending_size = 0
+                    _, error = _decode_lines(head, 0, decode, batch)
+                    start = newline + 1
+            if error is None and start < len(chunk):
+                start, error = _decode_lines(chunk, start, decode, batch)
+                if error is None and start < len(chunk):
+                    pending.append(chunk[start:])
+                    pending_size += len(chunk) - start
+            if batch:
+                yield batch
+            if error is not None:
+                raise error
+            if pending_size > max_event_bytes:
                 raise ApiError(
                     0, "EventTooLarge", f"watch event larger than {max_event_bytes} bytes"
                 )
-        if buffer.strip():
-            yield decode_event(bytes(buffer))
+        if pending:
+            tail = b"".join(pending)
+            if not _is_blank(tail):
+                yield [decode(tail)]
     finally:
         if finished:
             response.release()
         else:
             response.close()
+
+
+async def iter_events(
+    response: aiohttp.ClientResponse,
+    *,
+    inactivity_timeout: float | None,
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+) -> AsyncIterator[dict[str, Any]]:
+    """Yield decoded events (:func:`decode_event`) one by one from an open watch response."""
+    batches = iter_event_batches(
+        response, decode=decode_event, inactivity_timeout=inactivity_timeout,
+        max_event_bytes=max_event_bytes,
+    )
+    try:
+        async for batch in batches:
+            for event in batch:
+                yield event
+    finally:
+        await batches.aclose()

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from dsctl.kube import NODES, ConnectionFailed, Gone, KubeClient, RetryPolicy, ServerError
-from dsctl.kube.errors import Invalid
+from dsctl.kube.errors import ApiError, Invalid
+from dsctl.kube.watch import decode_event
 from tests.unit.kube.fakeserver import (
     FakeServer,
     event_line,
@@ -140,3 +141,72 @@ async def test_rejected_streaming_list_raises_mapped_error(
                  reply(422, status_body(422, "Invalid", "sendInitialEvents unsupported")))
     with pytest.raises(Invalid):
         await _collect(client.watch(NODES, send_initial_events=True))
+
+
+def _names(batches: list[list[dict[str, Any]]]) -> list[list[str]]:
+    return [[e["object"]["metadata"]["name"] for e in batch] for batch in batches]
+
+
+async def _collect_batches(gen: Any) -> list[list[dict[str, Any]]]:
+    async with contextlib.aclosing(gen) as batches:
+        return [batch async for batch in batches]
+
+
+async def test_batches_hold_a_chunk_of_events(server: FakeServer, client: KubeClient) -> None:
+    """watch_batches yields the events of one received chunk together, decoded by the caller's decoder."""
+    lines = b"".join(event_line("MODIFIED", _node(n, str(i))) for i, n in enumerate("abc", 2))
+    server.queue("GET", "/api/v1/nodes", stream(lines))
+    decoded: list[bytes] = []
+
+    def decode(line: bytes | memoryview) -> dict[str, Any]:
+        decoded.append(bytes(line))
+        return decode_event(line)
+
+    batches = await _collect_batches(client.watch_batches(NODES, decode=decode, resource_version="1"))
+    assert _names(batches) == [["a", "b", "c"]]
+    assert decoded == lines.splitlines()
+
+
+@pytest.mark.parametrize("chunk", [pytest.param(None, id="whole"), pytest.param(5, id="5-byte-chunks"),
+                                   pytest.param(300, id="300-byte-chunks")])
+async def test_batches_rejoin_lines_split_across_chunks(
+    server: FakeServer, client: KubeClient, chunk: int | None
+) -> None:
+    """However the stream is chunked, every event arrives once, whole and in order; blank lines
+    are skipped and a last line without a newline is decoded."""
+    lines = [event_line("MODIFIED", _node(f"n{i}", str(i))) for i in range(20)]
+    body = b"\n".join(lines[:10]) + b"\r\n  \n" + b"".join(lines[10:]).rstrip(b"\n")
+    server.queue("GET", "/api/v1/nodes", stream(body, chunk=chunk))
+    batches = await _collect_batches(
+        client.watch_batches(NODES, decode=decode_event, resource_version="1"))
+    assert [name for batch in _names(batches) for name in batch] == [f"n{i}" for i in range(20)]
+    assert all(batches)
+
+
+@pytest.mark.parametrize(("bad", "error"), [
+    pytest.param(event_line("ERROR", status_body(410, "Expired", "too old")), Gone, id="in-stream-410"),
+    pytest.param(b"{not json\n", ConnectionFailed, id="malformed"),
+])
+async def test_events_before_an_error_in_the_same_chunk_are_yielded_first(
+    server: FakeServer, client: KubeClient, bad: bytes, error: type[Exception]
+) -> None:
+    """An error line inside a chunk: the events before it come out, then the error; none after."""
+    lines = event_line("MODIFIED", _node("a", "2")) + event_line("MODIFIED", _node("b", "3")) + bad
+    lines += event_line("MODIFIED", _node("c", "4"))
+    server.queue("GET", "/api/v1/nodes", stream(lines))
+    seen: list[list[dict[str, Any]]] = []
+    with pytest.raises(error):
+        async with contextlib.aclosing(
+            client.watch_batches(NODES, decode=decode_event, resource_version="1")
+        ) as batches:
+            async for batch in batches:
+                seen.append(batch)
+    assert _names(seen) == [["a", "b"]]
+
+
+async def test_batches_refuse_an_endless_line(server: FakeServer, client: KubeClient) -> None:
+    """A line that never ends is refused once it outgrows max_event_bytes."""
+    server.queue("GET", "/api/v1/nodes", stream(b"{" + b" " * 4096, chunk=512))
+    with pytest.raises(ApiError, match="larger than 1000 bytes"):
+        await _collect_batches(client.watch_batches(
+            NODES, decode=decode_event, resource_version="1", max_event_bytes=1000))

@@ -1,0 +1,283 @@
+"""Watch lines to prepared events: a pod event decoded straight to its projection.
+
+A reflector caches *prepared* objects: apiVersion and kind filled in, then projected. Decoding a
+whole ~4 KB pod with orjson and projecting it afterwards cost most of an informer's time per
+event (BENCHMARKS.md §12): the decoder built ~150 Python objects so that the projection could
+keep ~20 of them. For a :class:`~dsctl.informer.projections.PodProjection`, this module decodes
+each line with msgspec against a schema of exactly the fields that projection reads; the parser
+skips everything else (containers, volumes, managedFields...) without building it. Labels,
+ownerReferences and the required node affinity, shared between pods by the projection anyway,
+are not even decoded when seen before: their raw JSON is looked up in a bounded alias table
+that names the projection's shared value.
+
+Contract, pinned by tests: for every line, the event decoded here equals what the general path
+gives, ``decode_event`` (orjson) then apiVersion/kind filled in then the projection. The schema
+is strict: a null, or a value of a type the API never sends, fails validation, and so does a
+syntax error; every such line, and every event that is not ADDED, MODIFIED or DELETED, goes
+through the general path. Unusual lines cost what they cost before and are decoded identically;
+ERROR events and malformed lines raise exactly what ``decode_event`` raises.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypedDict
+
+import msgspec
+import orjson
+
+from dsctl.informer.projections import (
+    READY_CONDITIONS,
+    RESTART_COUNTS,
+    PodProjection,
+    SharedValues,
+    ready_condition,
+    required_node_affinity,
+    restart_counts,
+    shared_labels,
+    shared_owner_refs,
+)
+from dsctl.kube.watch import LineDecoder, decode_event
+
+__all__ = ["WatchEvent", "event_decoder", "general_decoder", "lean_pod_decoder"]
+
+Obj = dict[str, Any]
+WatchEvent = tuple[str, Obj]
+"""``(type, object)``: for ADDED, MODIFIED and DELETED the object is prepared (apiVersion and
+kind filled in, transformed); a BOOKMARK's object is as received (its annotations matter)."""
+
+_intern = sys.intern
+_UNSET = msgspec.UNSET
+_NO_RAW = msgspec.Raw()
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+
+
+def general_decoder(prepare: Callable[[Obj], Obj]) -> LineDecoder[WatchEvent]:
+    """Decode with :func:`~dsctl.kube.watch.decode_event`, then ``prepare`` the object."""
+
+    def decode(line: bytes | memoryview) -> WatchEvent:
+        event = decode_event(line)
+        kind: str = event["type"]
+        obj: Obj = event["object"]
+        return (kind, obj) if kind == "BOOKMARK" else (kind, prepare(obj))
+
+    return decode
+
+
+def event_decoder(
+    transform: Callable[[Obj], Obj] | None, *, prepare: Callable[[Obj], Obj], api_version: str,
+    kind: str,
+) -> LineDecoder[WatchEvent]:
+    """The fastest decoder that gives what ``prepare`` (fill in apiVersion/kind, then
+    ``transform``) gives: the lean one for a pod projection, else the general one."""
+    general = general_decoder(prepare)
+    if isinstance(transform, PodProjection):
+        return lean_pod_decoder(transform, general=general, api_version=api_version, kind=kind)
+    return general
+
+
+# -- the schema: only what PodProjection reads --------------------------------------------
+
+
+class _NodeAffinity(msgspec.Struct, rename={"required": _REQUIRED}, gc=False):
+    required: msgspec.Raw = _NO_RAW
+
+
+class _Affinity(msgspec.Struct, gc=False):
+    nodeAffinity: _NodeAffinity | None = None
+
+
+class _Spec(msgspec.Struct, gc=False):
+    nodeName: str | None = None
+    affinity: _Affinity | None = None
+
+
+# Values from a closed set decode as Literals: msgspec hands out the one shared constant (what
+# interning would give) instead of allocating a string; any other value takes the general path.
+_ConditionStatus = Literal["True", "False", "Unknown"]
+_Phase = Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"]
+
+
+class _Condition(msgspec.Struct, gc=False):
+    type: str | None = None
+    status: _ConditionStatus | None = None
+    lastTransitionTime: str | None = None
+
+
+# orjson decodes an integer beyond 64 bits as a float; a count outside int64 takes the general
+# path, which decides.
+_Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+
+
+class _ContainerStatus(msgspec.Struct, gc=False):
+    name: str | None = None
+    restartCount: _Int64 | None = None
+
+
+class _Status(msgspec.Struct, gc=False):
+    phase: _Phase | None = None
+    conditions: list[_Condition] | None = None
+    containerStatuses: list[_ContainerStatus] | None = None
+
+
+# The functional TypedDict form, called through Any: the metadata schema depends on the
+# projection's kept annotations, whose names are not identifiers.
+_typed_dict: Any = TypedDict
+
+
+def _metadata_schema(annotations: tuple[str, ...]) -> Any:
+    """Metadata decodes to a dict holding only the projected keys: it is the cached dict."""
+    fields: dict[str, Any] = {
+        "name": str, "namespace": str, "uid": str, "resourceVersion": str,
+        "creationTimestamp": str, "deletionTimestamp": str,
+        "labels": msgspec.Raw, "ownerReferences": msgspec.Raw,
+    }
+    if annotations:
+        fields["annotations"] = _typed_dict(
+            "KeptAnnotations", dict.fromkeys(annotations, str), total=False
+        )
+    return _typed_dict("PodMetadata", fields, total=False)
+
+
+def _event_schema(metadata: Any, *, api_version: str, kind: str) -> Any:
+    """An ADDED, MODIFIED or DELETED event of a pod of this apiVersion and kind (the types
+    and names the informer fills in, so an object that names others takes the general path)."""
+    # gc=False: these instances live for one decode and never hold a cycle.
+    pod = msgspec.defstruct("Pod", [
+        ("apiVersion", Literal[api_version] | msgspec.UnsetType, _UNSET),
+        ("kind", Literal[kind] | msgspec.UnsetType, _UNSET),
+        ("metadata", metadata | None, None),
+        ("spec", _Spec | None, None),
+        ("status", _Status | None, None),
+    ], gc=False)
+    return msgspec.defstruct(
+        "PodEvent", [("type", Literal["ADDED", "MODIFIED", "DELETED"]), ("object", pod)], gc=False,
+    )
+
+
+# -- raw JSON → the projection's shared value ---------------------------------------------
+
+
+class _RawAliases:
+    """Raw JSON of a sub-object → the projection's shared value for it, so a repeated value
+    (the labels of one DaemonSet revision, its ownerReferences, a node's target affinity) is
+    neither decoded nor rehashed field by field. Equal bytes are an equal value, so the alias
+    is exact; the first sight decodes and asks the projection's own table."""
+
+    def __init__(self, canonical: Callable[[Any], Any]) -> None:
+        self._canonical = canonical
+        self._values = SharedValues()
+        self.table = self._values.table
+        """Read it directly (``table.get(bytes(raw))``) on the hot path, :meth:`get` on a miss."""
+
+    def get(self, key: bytes) -> Any:
+        found = self.table.get(key)
+        if found is None:
+            found = self._canonical(orjson.loads(key))
+            if found is not None:
+                self._values.put(key, found)
+        return found
+
+
+_LABELS = _RawAliases(shared_labels)
+_OWNERS = _RawAliases(shared_owner_refs)
+_AFFINITY = _RawAliases(required_node_affinity)
+
+
+def lean_pod_decoder(
+    projection: PodProjection, *, general: LineDecoder[WatchEvent], api_version: str, kind: str,
+) -> LineDecoder[WatchEvent]:
+    """A decoder equal to ``general`` on every line (see the module docstring), that decodes
+    an ordinary pod event into its projection without materialising the rest of the pod."""
+    annotations = projection.keep_annotations
+    filled_api_version = _intern(api_version)
+    filled_kind = _intern(kind)
+    schema = _event_schema(_metadata_schema(annotations), api_version=filled_api_version,
+                           kind=filled_kind)
+    decode_line = msgspec.json.Decoder(schema).decode
+    intern = _intern
+    unset = _UNSET
+    errors = (msgspec.DecodeError, orjson.JSONDecodeError)
+    # Hits are read straight from the tables; a miss goes through the owner's function.
+    labels, labels_miss = _LABELS.table.get, _LABELS.get
+    owners, owners_miss = _OWNERS.table.get, _OWNERS.get
+    affinities, affinity_miss = _AFFINITY.table.get, _AFFINITY.get
+    ready, ready_miss = READY_CONDITIONS.table.get, ready_condition
+    restarts, restarts_miss = RESTART_COUNTS.table.get, restart_counts
+
+    def decode(line: bytes | memoryview) -> WatchEvent:
+        """PodProjection's rules, field by field, on the schema-decoded event. The schema's
+        Literals (apiVersion, kind, phase, condition status) are shared constants already."""
+        try:
+            event = decode_line(line)
+            pod = event.object
+            out: Obj = {}
+            if pod.kind is unset:  # what the reflector does to an object without a kind
+                out["apiVersion"] = filled_api_version
+                out["kind"] = filled_kind
+            else:
+                if pod.apiVersion is not unset:
+                    out["apiVersion"] = pod.apiVersion
+                out["kind"] = pod.kind
+            meta = pod.metadata
+            if meta is None:
+                out["metadata"] = {}
+            else:
+                if "name" not in meta:
+                    meta["name"] = None
+                value = meta.get("namespace")
+                if value is not None:
+                    meta["namespace"] = intern(value)
+                value = meta.get("creationTimestamp")
+                if value is not None:
+                    meta["creationTimestamp"] = intern(value)
+                raw = meta.get("labels")
+                if raw is not None:
+                    key = bytes(raw)
+                    if (value := labels(key) or labels_miss(key)) is None:
+                        del meta["labels"]
+                    else:
+                        meta["labels"] = value
+                raw = meta.get("ownerReferences")
+                if raw is not None:
+                    key = bytes(raw)
+                    if (value := owners(key) or owners_miss(key)) is None:
+                        del meta["ownerReferences"]
+                    else:
+                        meta["ownerReferences"] = value
+                if annotations and "annotations" in meta and not meta["annotations"]:
+                    del meta["annotations"]
+                out["metadata"] = meta
+            spec = pod.spec
+            if spec is not None:
+                kept: Obj = {}
+                if spec.nodeName:
+                    kept["nodeName"] = intern(spec.nodeName)
+                aff = spec.affinity
+                if aff is not None and (node_aff := aff.nodeAffinity) is not None and node_aff.required:
+                    key = bytes(node_aff.required)
+                    if (value := affinities(key) or affinity_miss(key)) is not None:
+                        kept["affinity"] = value
+                out["spec"] = kept
+            status = pod.status
+            if status is not None:
+                kept = {}
+                if status.phase is not None:
+                    kept["phase"] = status.phase
+                if status.conditions:
+                    for cond in status.conditions:
+                        if cond.type == "Ready":
+                            state = (cond.status, cond.lastTransitionTime)
+                            kept["conditions"] = ready(state) or ready_miss(*state)
+                            break
+                if status.containerStatuses:
+                    pairs = tuple([(c.name, c.restartCount) for c in status.containerStatuses
+                                   if c.name is not None])
+                    kept["containerStatuses"] = restarts(pairs) or restarts_miss(pairs)
+                out["status"] = kept
+            return event.type, out
+        except errors:
+            return general(line)  # not the ordinary shape (or not JSON): the general path decides
+
+    return decode
