@@ -79,7 +79,7 @@ def plan_node(
     manage = manage_node(ds, node, fit, live, hash=basis.hash, now=now, backoff=backoff, surge=basis.surge,
                          min_ready=basis.min_ready)
     if fit is not None and len(live) == 1 and not deletion_timestamp(live[0]):
-        return _one_pod(node, fit, live, manage, basis, now)
+        return _one_pod(node, fit, live, manage, basis=basis, now=now)
     counts = node_counts(fit, live, min_ready=basis.min_ready, hash=basis.hash,
                          generation=basis.template_generation, now=now)
     volatile = manage.requeue_after is not None
@@ -96,7 +96,7 @@ def plan_node(
     return NodeOutcome(node=node, fit=fit, pods=live, manage=manage, counts=counts, volatile=volatile, old=old)
 
 
-def _one_pod(node: str, fit: Fit, live: tuple[Obj, ...], manage: Plan, basis: Basis, now: float) -> NodeOutcome:
+def _one_pod(node: str, fit: Fit, live: tuple[Obj, ...], manage: Plan, *, basis: Basis, now: float) -> NodeOutcome:
     """``plan_node`` for the steady state, one live pod: each fact about the pod read once."""
     pod = live[0]
     updated = is_pod_updated(pod, basis.hash, basis.template_generation)
