@@ -12,6 +12,7 @@ from typing import Any
 
 from dsctl.daemonset.template import target_node
 from dsctl.informer import BY_OWNER_UID, ReadOnlyStore
+from dsctl_api.objects import namespace
 from dsctl_api.pods import controller_ref
 
 __all__ = ["BY_TARGET_NODE", "ORPHANS_BY_NAMESPACE", "CacheView", "by_target_node", "orphans_by_namespace"]
@@ -32,7 +33,7 @@ def orphans_by_namespace(obj: Obj) -> list[str]:
     """Index function: the namespace of an object without a controller, for adoption."""
     if controller_ref(obj) is not None:
         return []
-    return [str((obj.get("metadata") or {}).get("namespace") or "")]
+    return [namespace(obj)]
 
 
 class CacheView:

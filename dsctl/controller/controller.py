@@ -15,6 +15,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from dsctl.daemonset.access import pod_spec
 from dsctl.daemonset.inplace import IN_PLACE_ANNOTATION
 from dsctl.daemonset.podpriority import global_default_priority, pod_priority
 from dsctl.informer import BY_OWNER_UID, Informer, by_owner_uid
@@ -22,6 +23,8 @@ from dsctl.informer.projections import make_pod_projection, project_node
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import CONTROLLER_REVISIONS, NODES, PODS, PRIORITY_CLASSES, Resource
 from dsctl.workqueue import RateLimitingQueue, default_controller_rate_limiter
+from dsctl_api.objects import deletion_timestamp
+from dsctl_api.objects import uid as object_uid
 
 from .backoff import FailedPodBackoff
 from .cacheview import BY_TARGET_NODE, ORPHANS_BY_NAMESPACE, CacheView, by_target_node, orphans_by_namespace
@@ -145,19 +148,18 @@ class DaemonSetController:
     def _still_current(self, key: str, uid: str) -> bool:
         """Whether the cache still holds DaemonSet ``key`` with ``uid`` and it is not being deleted."""
         cached = self.daemonsets.store.get(key)
-        meta = (cached or {}).get("metadata") or {}
-        return meta.get("uid") == uid and not meta.get("deletionTimestamp")
+        return cached is not None and object_uid(cached) == uid and not deletion_timestamp(cached)
 
     def _pod_priority(self, ds: Obj) -> int:
         """The priority of ``ds``'s pods, resolved through the PriorityClass cache."""
-        spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
+        spec = pod_spec(ds)
         default = 0
         if not spec.get("priorityClassName") and spec.get("priority") is None:
             default = global_default_priority(self.priority_classes.store.list())
         return pod_priority(ds, priority_class=self.priority_classes.store.get, global_default=default)
 
     def _forget_uid(self, ds: Obj) -> None:
-        self.syncer.forget_uid(str((ds.get("metadata") or {}).get("uid", "")))
+        self.syncer.forget_uid(object_uid(ds))
 
     # -- lifecycle ----------------------------------------------------------------------------
 

@@ -33,6 +33,8 @@ from dsctl.kube import errors
 from dsctl.kube.resources import CONTROLLER_REVISIONS, PODS, Resource
 from dsctl_api import gojson
 from dsctl_api.objects import meta
+from dsctl_api.objects import name as name_of
+from dsctl_api.objects import status as status_of
 
 from .apiclient import SyncClient
 from .backoff import FailedPodBackoff
@@ -165,7 +167,7 @@ class SyncExecutor:
         namespace = meta(ds).get("namespace", "")
         guard = self.signals.guard
         for update in plan.updates:
-            async with guard(ds, UPDATE_REVISION, name=update["metadata"]["name"]):
+            async with guard(ds, UPDATE_REVISION, name=name_of(update)):
                 await self._update_revision(update, namespace=namespace)
         for relabel in plan.pod_patches:
             try:
@@ -181,7 +183,7 @@ class SyncExecutor:
                 continue
         if plan.create is not None:
             try:
-                async with guard(ds, CREATE_REVISION, name=plan.create["metadata"]["name"],
+                async with guard(ds, CREATE_REVISION, name=name_of(plan.create),
                                  expected=(errors.AlreadyExists,)):
                     await self.client.create(CONTROLLER_REVISIONS, hist.wire_body(plan.create, new=True),
                                              namespace=namespace)
@@ -210,7 +212,7 @@ class SyncExecutor:
         ds_meta = meta(ds)
         namespace = ds_meta.get("namespace", "")
         assert plan.create is not None
-        existing = await self.client.get(CONTROLLER_REVISIONS, plan.create["metadata"]["name"], namespace=namespace)
+        existing = await self.client.get(CONTROLLER_REVISIONS, name_of(plan.create), namespace=namespace)
         live = None
         if not hist.revision_data_equal(ds, existing):
             live = await self.client.get(self.resource, ds_meta["name"], namespace=namespace)
@@ -218,7 +220,7 @@ class SyncExecutor:
         if decision.action == "reuse":
             return
         if decision.action == "bump" and live is not None:
-            await self.status.put(live, {**(live.get("status") or {}), "collisionCount": decision.collision_count})
+            await self.status.put(live, {**status_of(live), "collisionCount": decision.collision_count})
             log.info("revision_collision", daemonset=ds_meta["name"], collision_count=decision.collision_count)
         raise _Stop(Retry(decision.message))
 

@@ -24,6 +24,9 @@ from dsctl.daemonset.plan import Plan, PodRef
 from dsctl.daemonset.template import new_pod
 from dsctl.kube import errors
 from dsctl.kube.resources import PODS
+from dsctl_api.objects import name as name_of
+from dsctl_api.objects import namespace as namespace_of
+from dsctl_api.objects import uid as uid_of
 
 from .apiclient import SyncClient
 from .expectations import Expectations
@@ -105,14 +108,14 @@ class PodWriter:
         return result
 
     async def _create_one(self, ds: Mapping[str, Any], node: str, hash_: str) -> _Failure | None:
-        namespace = (ds.get("metadata") or {}).get("namespace") or "default"
+        namespace = namespace_of(ds) or "default"
         body = new_pod(ds, node, hash=hash_, direct_binding=self.direct_binding)
         try:
             created = await self.client.create(PODS, body, namespace=namespace)
         except errors.ApiError as exc:
             terminating = isinstance(exc, errors.Forbidden) and exc.namespace_terminating
             return _Failure(f"{exc.reason or exc.status}: {exc.message}", exc, namespace_terminating=terminating)
-        name = (created.get("metadata") or {}).get("name", "")
+        name = name_of(created)
         self.recorder.record(ds, "Normal", "SuccessfulCreate", f"Created pod: {name}")
         return None
 
@@ -120,7 +123,7 @@ class PodWriter:
         self, *, key: str, ds: Mapping[str, Any], nodes: list[str], hash_: str, result: ExecutionResult
     ) -> None:
         position = 0
-        uid = str((ds.get("metadata") or {}).get("uid", ""))
+        uid = uid_of(ds)
         for size in slow_start_batches(len(nodes)):
             if self.still_current is not None and not self.still_current(key, uid):
                 skipped = len(nodes) - position

@@ -23,6 +23,7 @@ from dsctl.informer import object_key
 from dsctl.kube import errors
 from dsctl.kube.resources import Resource
 from dsctl_api.objects import meta as meta_of
+from dsctl_api.objects import status as status_of
 
 from .apiclient import SyncClient
 from .metrics import StatusMetrics
@@ -87,7 +88,7 @@ class StatusWriter:
             kept = _with_failure(without_condition(current, INVALID), failure, clear=writes_ok, now=now)
             return self._progress.condition(ds, kept, status, hash_, created=plan.created_revision, now=now)
 
-        old = ds.get("status") or {}
+        old = status_of(ds)
         base, deadline_requeue = conditions(old)
         observed = generation if plan.observed else None
         if status_changed(old, status, generation=generation if plan.observed else 0) or base != old:
@@ -101,7 +102,7 @@ class StatusWriter:
 
     async def write_condition(self, ds: Obj, condition: ConditionWrite) -> None:
         """Set one condition, the counters untouched (a sync that could not act)."""
-        old = ds.get("status") or {}
+        old = status_of(ds)
         wanted = set_condition(old, condition.type, reason=condition.reason, message=condition.message,
                                now=self._wall())
         if wanted != old:
@@ -114,7 +115,7 @@ class StatusWriter:
         failure = self._signals.take(object_key(ds))
         if failure is None:
             return
-        old = ds.get("status") or {}
+        old = status_of(ds)
         wanted = _with_failure(old, failure, clear=False, now=self._wall())
         if wanted != old:
             try:

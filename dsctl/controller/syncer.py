@@ -26,6 +26,10 @@ from dsctl.daemonset.nodeplan import NodeTable
 from dsctl.daemonset.syncplan import SyncPlan, SyncSnapshot, plan_sync
 from dsctl.informer import ReadOnlyStore
 from dsctl.kube.resources import Resource
+from dsctl_api.objects import generation as generation_of
+from dsctl_api.objects import name as name_of
+from dsctl_api.objects import resource_version
+from dsctl_api.objects import uid as uid_of
 
 from .backoff import FailedPodBackoff
 from .cacheview import CacheView
@@ -71,8 +75,7 @@ class _Fits:
         self.verdicts: dict[str, tuple[str, Fit]] = {}
 
     def fit(self, node: Obj) -> Fit:
-        meta = node["metadata"]
-        name, rv = meta["name"], str(meta.get("resourceVersion", ""))
+        name, rv = name_of(node), resource_version(node)
         hit = self.verdicts.get(name)
         if hit is not None and hit[0] == rv and rv:
             return hit[1]
@@ -203,8 +206,7 @@ class Syncer:
                         creates=sorted(set(full.pods.creates) ^ set(incremental.pods.creates))[:10])
 
     def _fits_of(self, ds: Obj) -> _Fits:
-        meta = ds["metadata"]
-        uid, generation = str(meta.get("uid", "")), int(meta.get("generation") or 0)
+        uid, generation = uid_of(ds), generation_of(ds)
         fits = self._fits.get(uid)
         if fits is None or fits.generation != generation:
             fits = _Fits(generation, Eligibility.of(ds))
