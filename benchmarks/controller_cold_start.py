@@ -8,6 +8,9 @@ plane on: the scheduler binds pods and the kubelet makes them Ready after
    (``dsctl.daemonset.template.new_pod``, minus the ownerReference so the sim's GC leaves them
    alone) with ``--raw-concurrency`` concurrent requests over one aiohttp pool and pre-encoded
    bodies. This is the "physical limit": no client can create pods faster on this sim.
+   ``raw_slowstart`` posts the same pods in the controller's batches instead (groups of
+   ``--burst-replicas``, each in slow-start batches of 1, 2, 4 ... that wait for their slowest
+   request): the limit for any client that keeps those semantics.
 2. ``controller-default``: ``python -m dsctl run`` with its defaults (QPS 100, burst 200,
    8 workers, 250 creates per sync); one DaemonSet is created once its caches are synced.
 3. ``controller-qps1000``: the same with ``--kube-api-qps 1000 --kube-api-burst 2000``, to show
@@ -56,6 +59,7 @@ from common import (
     write_result,
 )
 
+from dsctl.daemonset.manage import slow_start_batches
 from dsctl.daemonset.template import new_pod
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS
@@ -94,8 +98,15 @@ def stalls(times: list[float], *, over: float = 0.01) -> dict[str, Any]:
             "longest_seconds": [round(g, 3) for g in sorted(gaps, reverse=True)[:5]]}
 
 
-async def raw_phase(args: argparse.Namespace) -> dict[str, Any]:
-    """Post N controller-shaped pods as fast as one client can; wait for them to be Ready."""
+async def raw_phase(args: argparse.Namespace, *, slow_start: bool = False) -> dict[str, Any]:
+    """Post N controller-shaped pods as fast as one client can; wait for them to be Ready.
+
+    With ``slow_start`` the posts follow the controller's batches instead of a steady
+    ``--raw-concurrency`` pipeline: ``--burst-replicas`` pods at a time, each group in
+    slow-start batches (1, 2, 4, ...) that wait for their slowest request, over a pool of 100
+    connections like the controller's. That is the fastest any client keeping those
+    semantics can go: what is left between it and the controller is the controller's own cost.
+    """
     ds = daemonset("raw")
     ds["metadata"]["uid"] = "00000000-0000-4000-8000-000000000000"
     bodies = []
@@ -109,19 +120,29 @@ async def raw_phase(args: argparse.Namespace) -> dict[str, Any]:
         sim_before = proc_usage(sim.pid)
         counter = itertools.count()
         errors: dict[int, int] = {}
-        connector = aiohttp.TCPConnector(limit=args.raw_concurrency)
+        connector = aiohttp.TCPConnector(limit=100 if slow_start else args.raw_concurrency)
         headers = {"Content-Type": "application/json", "User-Agent": "dsctl-bench/raw"}
         url = sim.url + "/api/v1/namespaces/default/pods"
         async with aiohttp.ClientSession(connector=connector, headers=headers) as http:
             async def worker() -> None:
                 while (i := next(counter)) < len(bodies):
-                    async with http.post(url, data=bodies[i]) as resp:
-                        await resp.read()
-                        if resp.status != 201:
-                            errors[resp.status] = errors.get(resp.status, 0) + 1
+                    await post(i)
+
+            async def post(i: int) -> None:
+                async with http.post(url, data=bodies[i]) as resp:
+                    await resp.read()
+                    if resp.status != 201:
+                        errors[resp.status] = errors.get(resp.status, 0) + 1
 
             start = time.monotonic()
-            await asyncio.gather(*(worker() for _ in range(args.raw_concurrency)))
+            if slow_start:
+                for group in range(0, len(bodies), args.burst_replicas):
+                    position = group
+                    for size in slow_start_batches(min(args.burst_replicas, len(bodies) - group)):
+                        await asyncio.gather(*(post(i) for i in range(position, position + size)))
+                        position += size
+            else:
+                await asyncio.gather(*(worker() for _ in range(args.raw_concurrency)))
             posted = time.monotonic() - start
         await wait_until(lambda: watch.count("ready") >= args.nodes, timeout=args.timeout, what="raw pods Ready")
         ready = watch.last("ready") - start
@@ -130,14 +151,15 @@ async def raw_phase(args: argparse.Namespace) -> dict[str, Any]:
         records, _, dropped = await request_log(sim, since=0)
         await watch.stop()
     out = {
-        "concurrency": args.raw_concurrency, "pods": args.nodes, "errors": errors,
+        "concurrency": "slow-start batches" if slow_start else args.raw_concurrency,
+        "pods": args.nodes, "errors": errors,
         "post_seconds": round(posted, 3), "creates_per_second": round(args.nodes / posted, 1),
         "sim_log": create_window(records, agent="dsctl-bench/raw"), "request_log_dropped": dropped,
         "all_ready_seconds": round(ready, 3), "ready_pods_per_second": round(args.nodes / ready, 1),
         "sim_cpu_seconds": round(sim_after["cpu_seconds"] - sim_before["cpu_seconds"], 2),
         "sim_rss_mib": sim_after["rss_mib"], "curves_percent_to_seconds": curves,
     }
-    log("raw", **{k: out[k] for k in ("creates_per_second", "all_ready_seconds")})
+    log("raw-slow-start" if slow_start else "raw", **{k: out[k] for k in ("creates_per_second", "all_ready_seconds")})
     return out
 
 
@@ -234,6 +256,7 @@ def top_events(logs: list[dict[str, Any]], *, top: int = 5) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: -kv[1])[:top])
 
 
+RAW_PHASES = ("raw", "raw_slowstart")
 PHASES = {
     "default": [],
     "qps1000": ["--kube-api-qps", "1000", "--kube-api-burst", "2000"],
@@ -248,13 +271,19 @@ async def one_round(args: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = {}
     if "raw" in args.phases:
         result["raw"] = await raw_phase(args)
+    if "raw_slowstart" in args.phases:
+        result["raw_slowstart"] = await raw_phase(args, slow_start=True)
     for phase in args.phases:
-        if phase == "raw":
+        if phase in RAW_PHASES:
             continue
         result[f"controller_{phase}"] = await controller_phase(args, phase, PHASES[phase])
     raw = result.get("raw")
     if raw:
         ratios: dict[str, Any] = {}
+        slow = result.get("raw_slowstart")
+        if slow:
+            ratios["raw_slowstart"] = {"create_rate_vs_raw": round(
+                (slow["sim_log"].get("creates_per_second") or 0.0) / raw["sim_log"]["creates_per_second"], 3)}
         for phase in args.phases:
             ctl = result.get(f"controller_{phase}")
             if not ctl:
@@ -274,9 +303,9 @@ async def one_round(args: argparse.Namespace) -> dict[str, Any]:
 def round_summary(result: dict[str, Any]) -> dict[str, Any]:
     """The figures of one round that matter for the ratio, without the curves."""
     out: dict[str, Any] = {"loadavg": [round(x, 2) for x in os.getloadavg()]}
-    raw = result.get("raw")
-    if raw:
-        out["raw_creates_per_second"] = raw["sim_log"].get("creates_per_second")
+    for phase in RAW_PHASES:
+        if result.get(phase):
+            out[f"{phase}_creates_per_second"] = result[phase]["sim_log"].get("creates_per_second")
     for key, value in result.items():
         if key.startswith("controller_"):
             out[key] = {"creates_per_second": value["sim_log"].get("creates_per_second"),
@@ -347,8 +376,10 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pod-startup-seconds", type=float, default=1.0)
     parser.add_argument("--raw-concurrency", type=int, default=32)
+    parser.add_argument("--burst-replicas", type=int, default=250,
+                        help="raw_slowstart: pods per group of slow-start batches (the controller's default)")
     parser.add_argument("--phases", nargs="+", default=["raw", "default", "qps1000", "unlimited"],
-                        choices=["raw", *PHASES])
+                        choices=[*RAW_PHASES, *PHASES])
     parser.add_argument("--profile", action="store_true",
                         help="sample the controller with py-spy during each controller phase")
     parser.add_argument("--cprofile", action="store_true",
