@@ -134,7 +134,7 @@ async def raw_phase(args: argparse.Namespace, *, slow_start: bool = False) -> di
                     if resp.status != 201:
                         errors[resp.status] = errors.get(resp.status, 0) + 1
 
-            start = time.monotonic()
+            start, cpu_start = time.monotonic(), time.process_time()
             if slow_start:
                 for group in range(0, len(bodies), args.burst_replicas):
                     position = group
@@ -143,7 +143,7 @@ async def raw_phase(args: argparse.Namespace, *, slow_start: bool = False) -> di
                         position += size
             else:
                 await asyncio.gather(*(worker() for _ in range(args.raw_concurrency)))
-            posted = time.monotonic() - start
+            posted, posting_cpu = time.monotonic() - start, time.process_time() - cpu_start
         await wait_until(lambda: watch.count("ready") >= args.nodes, timeout=args.timeout, what="raw pods Ready")
         ready = watch.last("ready") - start
         curves = {"created": watch.curve("seen", since=start), "ready": watch.curve("ready", since=start)}
@@ -154,6 +154,8 @@ async def raw_phase(args: argparse.Namespace, *, slow_start: bool = False) -> di
         "concurrency": "slow-start batches" if slow_start else args.raw_concurrency,
         "pods": args.nodes, "errors": errors,
         "post_seconds": round(posted, 3), "creates_per_second": round(args.nodes / posted, 1),
+        # This process's CPU while posting: the client's, plus the driver's pod watch.
+        "client_cpu_seconds_while_posting": round(posting_cpu, 2),
         "sim_log": create_window(records, agent="dsctl-bench/raw"), "request_log_dropped": dropped,
         "all_ready_seconds": round(ready, 3), "ready_pods_per_second": round(args.nodes / ready, 1),
         "sim_cpu_seconds": round(sim_after["cpu_seconds"] - sim_before["cpu_seconds"], 2),
@@ -189,7 +191,7 @@ async def controller_phase(args: argparse.Namespace, label: str, extra: list[str
                                                   user_agent="dsctl-bench/driver")
             spied = pid if args.profile else None
             try:
-                async with profile(spied, f"{NAME}-{label}") as hot:
+                async with profile(spied, f"{NAME}-{label}", rate=args.profile_rate) as hot:
                     async with cprofile_window(pid if stats else None, stats) as costs:
                         start = time.monotonic()
                         await client.create(DAEMONSETS, daemonset("agent"), namespace="default")
@@ -382,6 +384,7 @@ def main() -> None:
                         choices=[*RAW_PHASES, *PHASES])
     parser.add_argument("--profile", action="store_true",
                         help="sample the controller with py-spy during each controller phase")
+    parser.add_argument("--profile-rate", type=int, default=50, help="py-spy samples per second")
     parser.add_argument("--cprofile", action="store_true",
                         help="run the controller under cProfile (CPU clock) from the DaemonSet's POST to "
                              "the last pod seen; stats in results/<name>-<phase>.prof, top functions "
