@@ -174,7 +174,7 @@ class Transport:
         if self._rest.server_hostname:
             self._send_options["server_hostname"] = self._rest.server_hostname
         self._timeouts: dict[float | None, aiohttp.ClientTimeout] = {}
-        self._header_cache: dict[tuple[str | None, str], dict[str, str]] = {}
+        self._header_cache: dict[tuple[str | None, str, str], dict[str, str]] = {}
 
     @property
     def host(self) -> str:
@@ -192,10 +192,10 @@ class Transport:
 
         Tokens rotate rarely, so the cache holds the headers of the current token only.
         """
-        key = (content_type, token)
+        key = (content_type, token, self.user_agent)
         headers = self._header_cache.get(key)
         if headers is None:
-            if any(cached != token for _, cached in self._header_cache):
+            if any(cached != token for _, cached, _ in self._header_cache):
                 self._header_cache.clear()
             headers = {"Accept": "application/json", "User-Agent": self.user_agent}
             if content_type is not None:

@@ -96,7 +96,7 @@ def test_token_headers_carry_the_current_token(client: KubeClient, tokens: list[
     transport: Any = client._transport
     got = [transport._token_headers("application/json", t)["Authorization"] for t in tokens]
     assert got == sent
-    assert {token for _, token in transport._header_cache} == {tokens[-1]}
+    assert {token for _, token, _ in transport._header_cache} == {tokens[-1]}
 
 
 @pytest.mark.parametrize(
