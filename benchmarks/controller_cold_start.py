@@ -98,7 +98,7 @@ def stalls(times: list[float], *, over: float = 0.01) -> dict[str, Any]:
             "longest_seconds": [round(g, 3) for g in sorted(gaps, reverse=True)[:5]]}
 
 
-async def raw_phase(args: argparse.Namespace, *, slow_start: bool = False) -> dict[str, Any]:
+async def raw_phase(args: argparse.Namespace, *, slow_start: bool = False, owned: bool = False) -> dict[str, Any]:
     """Post N controller-shaped pods as fast as one client can; wait for them to be Ready.
 
     With ``slow_start`` the posts follow the controller's batches instead of a steady
@@ -106,15 +106,26 @@ async def raw_phase(args: argparse.Namespace, *, slow_start: bool = False) -> di
     slow-start batches (1, 2, 4, ...) that wait for their slowest request, over a pool of 100
     connections like the controller's. That is the fastest any client keeping those
     semantics can go: what is left between it and the controller is the controller's own cost.
+
+    With ``owned`` the pods keep their ownerReference, to a DaemonSet created first (no
+    controller runs, so nothing else acts on it): the sim then does for them what it does for
+    the controller's pods (owner bookkeeping in its garbage collector).
     """
-    ds = daemonset("raw")
-    ds["metadata"]["uid"] = "00000000-0000-4000-8000-000000000000"
-    bodies = []
-    for i in range(args.nodes):
-        pod = new_pod(ds, f"node-{i}", hash="raw")
-        pod["metadata"].pop("ownerReferences", None)
-        bodies.append(orjson.dumps(pod))
     async with SimProcess(nodes=args.nodes, args=sim_args(args.pod_startup_seconds), startup_timeout=300) as sim:
+        ds = daemonset("raw")
+        if owned:
+            status, created_ds = await sim.request("POST", "/apis/apps/v1/namespaces/default/daemonsets", json=ds)
+            if status != 201:
+                raise RuntimeError(f"raw_owned: DaemonSet not created: {status} {created_ds}")
+            ds = {**created_ds, "apiVersion": "apps/v1", "kind": "DaemonSet"}
+        else:
+            ds["metadata"]["uid"] = "00000000-0000-4000-8000-000000000000"
+        bodies = []
+        for i in range(args.nodes):
+            pod = new_pod(ds, f"node-{i}", hash="raw")
+            if not owned:
+                pod["metadata"].pop("ownerReferences", None)
+            bodies.append(orjson.dumps(pod))
         watch = PodWatch(sim.url, label_selector="app=raw")
         await watch.start()
         sim_before = proc_usage(sim.pid)
@@ -151,7 +162,7 @@ async def raw_phase(args: argparse.Namespace, *, slow_start: bool = False) -> di
         records, _, dropped = await request_log(sim, since=0)
         await watch.stop()
     out = {
-        "concurrency": "slow-start batches" if slow_start else args.raw_concurrency,
+        "concurrency": "slow-start batches" if slow_start else args.raw_concurrency, "owned": owned,
         "pods": args.nodes, "errors": errors,
         "post_seconds": round(posted, 3), "creates_per_second": round(args.nodes / posted, 1),
         # This process's CPU while posting: the client's, plus the driver's pod watch.
@@ -161,7 +172,8 @@ async def raw_phase(args: argparse.Namespace, *, slow_start: bool = False) -> di
         "sim_cpu_seconds": round(sim_after["cpu_seconds"] - sim_before["cpu_seconds"], 2),
         "sim_rss_mib": sim_after["rss_mib"], "curves_percent_to_seconds": curves,
     }
-    log("raw-slow-start" if slow_start else "raw", **{k: out[k] for k in ("creates_per_second", "all_ready_seconds")})
+    label = "raw-slow-start" if slow_start else "raw-owned" if owned else "raw"
+    log(label, **{k: out[k] for k in ("creates_per_second", "all_ready_seconds")})
     return out
 
 
@@ -258,7 +270,7 @@ def top_events(logs: list[dict[str, Any]], *, top: int = 5) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: -kv[1])[:top])
 
 
-RAW_PHASES = ("raw", "raw_slowstart")
+RAW_PHASES = ("raw", "raw_slowstart", "raw_owned")
 PHASES = {
     "default": [],
     "qps1000": ["--kube-api-qps", "1000", "--kube-api-burst", "2000"],
@@ -275,6 +287,8 @@ async def one_round(args: argparse.Namespace) -> dict[str, Any]:
         result["raw"] = await raw_phase(args)
     if "raw_slowstart" in args.phases:
         result["raw_slowstart"] = await raw_phase(args, slow_start=True)
+    if "raw_owned" in args.phases:
+        result["raw_owned"] = await raw_phase(args, owned=True)
     for phase in args.phases:
         if phase in RAW_PHASES:
             continue
@@ -282,10 +296,11 @@ async def one_round(args: argparse.Namespace) -> dict[str, Any]:
     raw = result.get("raw")
     if raw:
         ratios: dict[str, Any] = {}
-        slow = result.get("raw_slowstart")
-        if slow:
-            ratios["raw_slowstart"] = {"create_rate_vs_raw": round(
-                (slow["sim_log"].get("creates_per_second") or 0.0) / raw["sim_log"]["creates_per_second"], 3)}
+        for variant in RAW_PHASES[1:]:
+            other = result.get(variant)
+            if other:
+                ratios[variant] = {"create_rate_vs_raw": round(
+                    (other["sim_log"].get("creates_per_second") or 0.0) / raw["sim_log"]["creates_per_second"], 3)}
         for phase in args.phases:
             ctl = result.get(f"controller_{phase}")
             if not ctl:
