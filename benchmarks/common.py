@@ -52,6 +52,7 @@ __all__ = [
     "PodWatch",
     "SimProcess",
     "controller",
+    "cprofile_window",
     "daemonset",
     "environment",
     "histogram",
@@ -151,9 +152,14 @@ def daemonset(name: str, *, namespace: str = "default", startup_seconds: float |
     }
 
 
-def controller(kubeconfig: str, *extra: str) -> ControllerProcess:
-    """The controller process at its production log level (the harness defaults to debug)."""
-    return ControllerProcess(kubeconfig, args=["--log-level", "info", *extra])
+def controller(kubeconfig: str, *extra: str, cprofile_to: Path | None = None) -> ControllerProcess:
+    """The controller process at its production log level (the harness defaults to debug).
+
+    With ``cprofile_to`` it runs under ``benchmarks/cprofiled.py``: send it ``SIGUSR1`` to start
+    profiling and ``SIGUSR2`` to stop and write the stats there (see :func:`cprofile_window`).
+    """
+    launcher = [str(Path(__file__).resolve().parent / "cprofiled.py"), str(cprofile_to)] if cprofile_to else []
+    return ControllerProcess(kubeconfig, args=["--log-level", "info", *extra], launcher=launcher)
 
 
 # -- profiling ----------------------------------------------------------------------------------
@@ -194,6 +200,60 @@ async def profile(pid: int | None, name: str, *, rate: int = 50) -> AsyncIterato
             await proc.wait()
         if out.exists():
             summary.update(summarize_folded(out.read_text()))
+
+
+@contextlib.asynccontextmanager
+async def cprofile_window(pid: int | None, out: Path | None, *, top: int = 30) -> AsyncIterator[dict[str, Any]]:
+    """Profile a controller started with ``controller(..., cprofile_to=out)`` for the block.
+
+    A no-op when ``pid`` or ``out`` is None. Once the block exits, the yielded dict holds the
+    profiled CPU seconds and the ``top`` functions by own and by cumulative CPU time.
+    """
+    summary: dict[str, Any] = {}
+    if pid is None or out is None:
+        yield summary
+        return
+    stats = str(out)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(stats)
+    os.kill(pid, signal.SIGUSR1)
+    try:
+        yield summary
+    finally:
+        os.kill(pid, signal.SIGUSR2)
+        try:
+            await wait_until(lambda: os.path.exists(stats), timeout=30, interval=0.1, what="cProfile stats")
+            await asyncio.sleep(0.5)  # the dump may still be being written
+            summary.update(summarize_pstats(out, top=top))
+        except TimeoutError:
+            summary["error"] = "no stats written"
+
+
+def _pstats_name(func: tuple[str, int, str]) -> str:
+    file, _, name = func
+    parts = Path(file).parts
+    if "dsctl" in parts:
+        file = "/".join(parts[parts.index("dsctl"):])
+    elif "site-packages" in parts:
+        file = "/".join(parts[parts.index("site-packages") + 1:])
+    else:
+        file = Path(file).name
+    return f"{name} ({file})"
+
+
+def summarize_pstats(path: Path, *, top: int = 30) -> dict[str, Any]:
+    """Total CPU seconds and the top functions (own and cumulative seconds, calls) of a stats file."""
+    import pstats
+
+    stats: dict[Any, Any] = pstats.Stats(str(path)).stats  # type: ignore[attr-defined]
+    total = sum(tt for _, _, tt, _, _ in stats.values())
+
+    def ranked(index: int) -> list[list[Any]]:
+        rows = sorted(stats.items(), key=lambda kv: -kv[1][index])[:top]
+        return [[_pstats_name(func), round(row[index], 3), row[1]] for func, row in rows]
+
+    return {"cpu_seconds": round(total, 3), "top_own_seconds_calls": ranked(2),
+            "top_cumulative_seconds_calls": ranked(3)}
 
 
 def _frame(frame: str) -> str:

@@ -8,17 +8,25 @@ plane on: the scheduler binds pods and the kubelet makes them Ready after
    (``dsctl.daemonset.template.new_pod``, minus the ownerReference so the sim's GC leaves them
    alone) with ``--raw-concurrency`` concurrent requests over one aiohttp pool and pre-encoded
    bodies. This is the "physical limit": no client can create pods faster on this sim.
+   ``raw_slowstart`` posts the same pods in the controller's batches instead (groups of
+   ``--burst-replicas``, each in slow-start batches of 1, 2, 4 ... that wait for their slowest
+   request): the limit for any client that keeps those semantics.
 2. ``controller-default``: ``python -m dsctl run`` with its defaults (QPS 100, burst 200,
    8 workers, 250 creates per sync); one DaemonSet is created once its caches are synced.
 3. ``controller-qps1000``: the same with ``--kube-api-qps 1000 --kube-api-burst 2000``, to show
    what the default rate limit costs.
+4. ``controller-unlimited``: QPS and burst 1,000,000, so the client's token bucket never waits
+   (QPS 1000 does, once the sim creates faster than 1,000 pods/s). This is the phase to compare
+   with ``raw``; ``rate_limiter_wait_seconds`` shows whether a phase waited in the bucket.
 
-For each phase: wall time to all pods created (first and last create as the sim logged them)
+For each phase: wall time to all pods created (first and last create as the sim logged them,
+and the stalls: gaps of more than 10 ms between consecutive creates)
 and to all pods Ready (observed on a pod watch from this process), creates/s, the controller
 process's CPU seconds and RSS (``/proc``), and the sim's CPU. Ratios to the raw phase are
 computed within the run, because the machine is shared and noisy.
 
-Usage: ``python benchmarks/controller_cold_start.py [--nodes 5000] [--phases raw default qps1000]``.
+Usage: ``python benchmarks/controller_cold_start.py [--nodes 5000] [--phases raw default qps1000 unlimited]
+[--profile | --cprofile]``.
 Prints the JSON summary and writes ``benchmarks/results/controller_cold_start.json``.
 """
 
@@ -27,6 +35,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import os
+import statistics
 import time
 from typing import Any
 
@@ -37,6 +47,7 @@ from common import (
     PodWatch,
     SimProcess,
     controller,
+    cprofile_window,
     daemonset,
     environment,
     histogram,
@@ -48,6 +59,7 @@ from common import (
     write_result,
 )
 
+from dsctl.daemonset.manage import slow_start_batches
 from dsctl.daemonset.template import new_pod
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS
@@ -70,38 +82,79 @@ def create_window(records: list[dict[str, Any]], *, agent: str) -> dict[str, Any
         return {"creates": 0}
     span = max(times) - min(times)
     return {"creates": len(times), "first_to_last_seconds": round(span, 3),
-            "creates_per_second": round(len(times) / span, 1) if span > 0 else None}
+            "creates_per_second": round(len(times) / span, 1) if span > 0 else None,
+            "stalls": stalls(times)}
 
 
-async def raw_phase(args: argparse.Namespace) -> dict[str, Any]:
-    """Post N controller-shaped pods as fast as one client can; wait for them to be Ready."""
-    ds = daemonset("raw")
-    ds["metadata"]["uid"] = "00000000-0000-4000-8000-000000000000"
-    bodies = []
-    for i in range(args.nodes):
-        pod = new_pod(ds, f"node-{i}", hash="raw")
-        pod["metadata"].pop("ownerReferences", None)
-        bodies.append(orjson.dumps(pod))
+def stalls(times: list[float], *, over: float = 0.01) -> dict[str, Any]:
+    """Gaps longer than ``over`` seconds between consecutive creates: how many, their total, the longest.
+
+    The raw client never pauses; the controller pauses between syncs (planning, the status
+    write, waiting for its expectations), so this is the share of the window spent not creating.
+    """
+    ordered = sorted(times)
+    gaps = [b - a for a, b in itertools.pairwise(ordered) if b - a > over]
+    return {"over_seconds": over, "count": len(gaps), "total_seconds": round(sum(gaps), 3),
+            "longest_seconds": [round(g, 3) for g in sorted(gaps, reverse=True)[:5]]}
+
+
+async def raw_phase(args: argparse.Namespace, *, slow_start: bool = False, owned: bool = False) -> dict[str, Any]:
+    """Post N controller-shaped pods as fast as one client can; wait for them to be Ready.
+
+    With ``slow_start`` the posts follow the controller's batches instead of a steady
+    ``--raw-concurrency`` pipeline: ``--burst-replicas`` pods at a time, each group in
+    slow-start batches (1, 2, 4, ...) that wait for their slowest request, over a pool of 100
+    connections like the controller's. That is the fastest any client keeping those
+    semantics can go: what is left between it and the controller is the controller's own cost.
+
+    With ``owned`` the pods keep their ownerReference, to a DaemonSet created first (no
+    controller runs, so nothing else acts on it): the sim then does for them what it does for
+    the controller's pods (owner bookkeeping in its garbage collector).
+    """
     async with SimProcess(nodes=args.nodes, args=sim_args(args.pod_startup_seconds), startup_timeout=300) as sim:
+        ds = daemonset("raw")
+        if owned:
+            status, created_ds = await sim.request("POST", "/apis/apps/v1/namespaces/default/daemonsets", json=ds)
+            if status != 201:
+                raise RuntimeError(f"raw_owned: DaemonSet not created: {status} {created_ds}")
+            ds = {**created_ds, "apiVersion": "apps/v1", "kind": "DaemonSet"}
+        else:
+            ds["metadata"]["uid"] = "00000000-0000-4000-8000-000000000000"
+        bodies = []
+        for i in range(args.nodes):
+            pod = new_pod(ds, f"node-{i}", hash="raw")
+            if not owned:
+                pod["metadata"].pop("ownerReferences", None)
+            bodies.append(orjson.dumps(pod))
         watch = PodWatch(sim.url, label_selector="app=raw")
         await watch.start()
         sim_before = proc_usage(sim.pid)
         counter = itertools.count()
         errors: dict[int, int] = {}
-        connector = aiohttp.TCPConnector(limit=args.raw_concurrency)
+        connector = aiohttp.TCPConnector(limit=100 if slow_start else args.raw_concurrency)
         headers = {"Content-Type": "application/json", "User-Agent": "dsctl-bench/raw"}
         url = sim.url + "/api/v1/namespaces/default/pods"
         async with aiohttp.ClientSession(connector=connector, headers=headers) as http:
             async def worker() -> None:
                 while (i := next(counter)) < len(bodies):
-                    async with http.post(url, data=bodies[i]) as resp:
-                        await resp.read()
-                        if resp.status != 201:
-                            errors[resp.status] = errors.get(resp.status, 0) + 1
+                    await post(i)
 
-            start = time.monotonic()
-            await asyncio.gather(*(worker() for _ in range(args.raw_concurrency)))
-            posted = time.monotonic() - start
+            async def post(i: int) -> None:
+                async with http.post(url, data=bodies[i]) as resp:
+                    await resp.read()
+                    if resp.status != 201:
+                        errors[resp.status] = errors.get(resp.status, 0) + 1
+
+            start, cpu_start = time.monotonic(), time.process_time()
+            if slow_start:
+                for group in range(0, len(bodies), args.burst_replicas):
+                    position = group
+                    for size in slow_start_batches(min(args.burst_replicas, len(bodies) - group)):
+                        await asyncio.gather(*(post(i) for i in range(position, position + size)))
+                        position += size
+            else:
+                await asyncio.gather(*(worker() for _ in range(args.raw_concurrency)))
+            posted, posting_cpu = time.monotonic() - start, time.process_time() - cpu_start
         await wait_until(lambda: watch.count("ready") >= args.nodes, timeout=args.timeout, what="raw pods Ready")
         ready = watch.last("ready") - start
         curves = {"created": watch.curve("seen", since=start), "ready": watch.curve("ready", since=start)}
@@ -109,14 +162,18 @@ async def raw_phase(args: argparse.Namespace) -> dict[str, Any]:
         records, _, dropped = await request_log(sim, since=0)
         await watch.stop()
     out = {
-        "concurrency": args.raw_concurrency, "pods": args.nodes, "errors": errors,
+        "concurrency": "slow-start batches" if slow_start else args.raw_concurrency, "owned": owned,
+        "pods": args.nodes, "errors": errors,
         "post_seconds": round(posted, 3), "creates_per_second": round(args.nodes / posted, 1),
+        # This process's CPU while posting: the client's, plus the driver's pod watch.
+        "client_cpu_seconds_while_posting": round(posting_cpu, 2),
         "sim_log": create_window(records, agent="dsctl-bench/raw"), "request_log_dropped": dropped,
         "all_ready_seconds": round(ready, 3), "ready_pods_per_second": round(args.nodes / ready, 1),
         "sim_cpu_seconds": round(sim_after["cpu_seconds"] - sim_before["cpu_seconds"], 2),
         "sim_rss_mib": sim_after["rss_mib"], "curves_percent_to_seconds": curves,
     }
-    log("raw", **{k: out[k] for k in ("creates_per_second", "all_ready_seconds")})
+    label = "raw-slow-start" if slow_start else "raw-owned" if owned else "raw"
+    log(label, **{k: out[k] for k in ("creates_per_second", "all_ready_seconds")})
     return out
 
 
@@ -124,7 +181,8 @@ async def controller_phase(args: argparse.Namespace, label: str, extra: list[str
     """Start the controller on a fresh sim, create one DaemonSet, time it to N Ready pods."""
     async with SimProcess(nodes=args.nodes, args=sim_args(args.pod_startup_seconds), startup_timeout=300) as sim:
         launched = time.monotonic()
-        async with controller(sim.kubeconfig, *extra) as ctl:
+        stats = RESULTS / f"{NAME}-{label}.prof" if args.cprofile else None
+        async with controller(sim.kubeconfig, *extra, cprofile_to=stats) as ctl:
             assert ctl.proc is not None
             pid = ctl.proc.pid
 
@@ -145,11 +203,12 @@ async def controller_phase(args: argparse.Namespace, label: str, extra: list[str
                                                   user_agent="dsctl-bench/driver")
             spied = pid if args.profile else None
             try:
-                async with profile(spied, f"{NAME}-{label}") as hot:
-                    start = time.monotonic()
-                    await client.create(DAEMONSETS, daemonset("agent"), namespace="default")
-                    await wait_until(lambda: watch.count("seen") >= args.nodes, timeout=args.timeout,
-                                     what=f"{label}: pods created")
+                async with profile(spied, f"{NAME}-{label}", rate=args.profile_rate) as hot:
+                    async with cprofile_window(pid if stats else None, stats) as costs:
+                        start = time.monotonic()
+                        await client.create(DAEMONSETS, daemonset("agent"), namespace="default")
+                        await wait_until(lambda: watch.count("seen") >= args.nodes, timeout=args.timeout,
+                                         what=f"{label}: pods created")
                     created = watch.last("seen") - start
                     await wait_until(lambda: watch.count("ready") >= args.nodes, timeout=args.timeout,
                                      what=f"{label}: pods Ready")
@@ -191,10 +250,13 @@ async def controller_phase(args: argparse.Namespace, label: str, extra: list[str
         "sync_errors_logged": sum(1 for e in ctl.logs if e.get("event") == "sync_retry"),
         "controller_log_lines": len(ctl.raw), "top_log_events": top_events(ctl.logs),
         "syncs": int(histogram(metrics, "dsctl_sync_duration_seconds")["count"]),
+        "rate_limiter_wait_seconds": round(histogram(metrics, "rest_client_rate_limiter_duration_seconds")["sum"], 3),
         "metrics_bytes": len(metrics), "curves_percent_to_seconds": curves,
     }
     if hot:
         out["profile"] = hot
+    if costs:
+        out["cprofile"] = costs
     log(label, **{k: out[k] for k in ("all_created_seconds", "all_ready_seconds", "controller_cpu_seconds")})
     return out
 
@@ -208,21 +270,37 @@ def top_events(logs: list[dict[str, Any]], *, top: int = 5) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: -kv[1])[:top])
 
 
-PHASES = {"default": [], "qps1000": ["--kube-api-qps", "1000", "--kube-api-burst", "2000"]}
+RAW_PHASES = ("raw", "raw_slowstart", "raw_owned")
+PHASES = {
+    "default": [],
+    "qps1000": ["--kube-api-qps", "1000", "--kube-api-burst", "2000"],
+    # QPS 1000 still throttles once the sim creates faster than 1,000/s (2,000 burst + 1,000/s
+    # is 5,000 tokens only after 3 s), so this is the phase that compares with the raw client.
+    "unlimited": ["--kube-api-qps", "1000000", "--kube-api-burst", "1000000"],
+}
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
-    result: dict[str, Any] = {"benchmark": NAME, "nodes": args.nodes,
-                              "pod_startup_seconds": args.pod_startup_seconds, "environment": environment()}
+async def one_round(args: argparse.Namespace) -> dict[str, Any]:
+    """Every phase once, in the order given, and the controller-to-raw ratios of this round."""
+    result: dict[str, Any] = {}
     if "raw" in args.phases:
         result["raw"] = await raw_phase(args)
+    if "raw_slowstart" in args.phases:
+        result["raw_slowstart"] = await raw_phase(args, slow_start=True)
+    if "raw_owned" in args.phases:
+        result["raw_owned"] = await raw_phase(args, owned=True)
     for phase in args.phases:
-        if phase == "raw":
+        if phase in RAW_PHASES:
             continue
         result[f"controller_{phase}"] = await controller_phase(args, phase, PHASES[phase])
     raw = result.get("raw")
     if raw:
         ratios: dict[str, Any] = {}
+        for variant in RAW_PHASES[1:]:
+            other = result.get(variant)
+            if other:
+                ratios[variant] = {"create_rate_vs_raw": round(
+                    (other["sim_log"].get("creates_per_second") or 0.0) / raw["sim_log"]["creates_per_second"], 3)}
         for phase in args.phases:
             ctl = result.get(f"controller_{phase}")
             if not ctl:
@@ -236,6 +314,46 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "all_ready_seconds_vs_raw": round(ctl["all_ready_seconds"] / raw["all_ready_seconds"], 3),
             }
         result["ratios"] = ratios
+    return result
+
+
+def round_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """The figures of one round that matter for the ratio, without the curves."""
+    out: dict[str, Any] = {"loadavg": [round(x, 2) for x in os.getloadavg()]}
+    for phase in RAW_PHASES:
+        if result.get(phase):
+            out[f"{phase}_creates_per_second"] = result[phase]["sim_log"].get("creates_per_second")
+    for key, value in result.items():
+        if key.startswith("controller_"):
+            out[key] = {"creates_per_second": value["sim_log"].get("creates_per_second"),
+                        "stall_seconds": value["sim_log"].get("stalls", {}).get("total_seconds"),
+                        "controller_cpu_seconds": value["controller_cpu_seconds"], "syncs": value["syncs"]}
+    out["ratios"] = {phase: r["create_rate_vs_raw"] for phase, r in (result.get("ratios") or {}).items()}
+    return out
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    """``--rounds`` rounds of every phase; the full figures of the first, a summary of each.
+
+    The machine is shared: several short rounds, raw and controller side by side in each,
+    say more about the ratio than one long run.
+    """
+    result: dict[str, Any] = {"benchmark": NAME, "nodes": args.nodes,
+                              "pod_startup_seconds": args.pod_startup_seconds, "environment": environment()}
+    rounds = []
+    for index in range(args.rounds):
+        outcome = await one_round(args)
+        if index == 0:
+            result.update(outcome)
+        rounds.append(round_summary(outcome))
+        log(f"round {index + 1}/{args.rounds}", **rounds[-1]["ratios"])
+    if args.rounds > 1:
+        result["rounds"] = rounds
+        phases = sorted({phase for r in rounds for phase in r["ratios"]})
+        result["ratio_median"] = {
+            phase: statistics.median(r["ratios"][phase] for r in rounds if r["ratios"].get(phase) is not None)
+            for phase in phases
+        }
     plot(result)
     return result
 
@@ -252,7 +370,7 @@ def plot(result: dict[str, Any]) -> None:
         return
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for key, color in (("raw", "tab:green"), ("controller_default", "tab:blue"),
-                       ("controller_qps1000", "tab:orange")):
+                       ("controller_qps1000", "tab:orange"), ("controller_unlimited", "tab:red")):
         curves = (result.get(key) or {}).get("curves_percent_to_seconds")
         if not curves:
             continue
@@ -275,10 +393,19 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pod-startup-seconds", type=float, default=1.0)
     parser.add_argument("--raw-concurrency", type=int, default=32)
-    parser.add_argument("--phases", nargs="+", default=["raw", "default", "qps1000"],
-                        choices=["raw", *PHASES])
+    parser.add_argument("--burst-replicas", type=int, default=250,
+                        help="raw_slowstart: pods per group of slow-start batches (the controller's default)")
+    parser.add_argument("--phases", nargs="+", default=["raw", "default", "qps1000", "unlimited"],
+                        choices=[*RAW_PHASES, *PHASES])
     parser.add_argument("--profile", action="store_true",
                         help="sample the controller with py-spy during each controller phase")
+    parser.add_argument("--profile-rate", type=int, default=50, help="py-spy samples per second")
+    parser.add_argument("--cprofile", action="store_true",
+                        help="run the controller under cProfile (CPU clock) from the DaemonSet's POST to "
+                             "the last pod seen; stats in results/<name>-<phase>.prof, top functions "
+                             "in the JSON. Slows the controller: its rates are then not comparable")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="repeat every phase this many times; the JSON keeps a summary and the median ratio")
     parser.add_argument("--timeout", type=float, default=600.0, help="per-phase wait ceiling, seconds")
     args = parser.parse_args()
     write_result(NAME, asyncio.run(run(args)))

@@ -24,9 +24,13 @@ from dsctl.app.childproc import die_with_parent
 class ControllerProcess:
     """``async with ControllerProcess(kubeconfig, args=[...]) as ctl:`` starts and always stops it."""
 
-    def __init__(self, kubeconfig: str, *, args: Sequence[str] = (), env: dict[str, str] | None = None) -> None:
+    def __init__(self, kubeconfig: str, *, args: Sequence[str] = (), env: dict[str, str] | None = None,
+                 launcher: Sequence[str] = ()) -> None:
+        """``launcher`` goes between the interpreter and ``-m dsctl``: a script that runs the
+        module under a profiler, for instance (see ``benchmarks/cprofiled.py``)."""
         self.kubeconfig = kubeconfig
         self.args = list(args)
+        self.launcher = list(launcher)
         self.env = env
         self.proc: asyncio.subprocess.Process | None = None
         self.logs: list[dict[str, Any]] = []
@@ -38,7 +42,7 @@ class ControllerProcess:
 
     async def start(self) -> ControllerProcess:
         """Start the process and wait until its HTTP endpoints listen."""
-        argv = [sys.executable, "-m", "dsctl", "run", "--kubeconfig", self.kubeconfig,
+        argv = [sys.executable, *self.launcher, "-m", "dsctl", "run", "--kubeconfig", self.kubeconfig,
                 "--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0",
                 "--log-format", "json", "--log-level", "debug", *self.args]
         env = {**os.environ, **(self.env or {})}

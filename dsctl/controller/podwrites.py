@@ -21,7 +21,7 @@ import structlog
 
 from dsctl.daemonset.manage import cap_burst, slow_start_batches
 from dsctl.daemonset.plan import Plan, PodRef
-from dsctl.daemonset.template import new_pod
+from dsctl.daemonset.template import pod_factory
 from dsctl.kube import errors
 from dsctl.kube.resources import PODS
 from dsctl_api.objects import name as name_of
@@ -107,9 +107,11 @@ class PodWriter:
         await self._delete_all(key=key, ds=ds, pods=deletes, result=result)
         return result
 
-    async def _create_one(self, ds: Mapping[str, Any], node: str, hash_: str) -> _Failure | None:
+    async def _create_one(
+        self, ds: Mapping[str, Any], node: str, make_pod: Callable[[str], dict[str, Any]]
+    ) -> _Failure | None:
         namespace = namespace_of(ds) or "default"
-        body = new_pod(ds, node, hash=hash_, direct_binding=self.direct_binding)
+        body = make_pod(node)
         try:
             created = await self.client.create(PODS, body, namespace=namespace)
         except errors.ApiError as exc:
@@ -124,6 +126,7 @@ class PodWriter:
     ) -> None:
         position = 0
         uid = uid_of(ds)
+        make_pod: Callable[[str], dict[str, Any]] | None = None
         for size in slow_start_batches(len(nodes)):
             if self.still_current is not None and not self.still_current(key, uid):
                 skipped = len(nodes) - position
@@ -131,7 +134,10 @@ class PodWriter:
                 log.info("creates_abandoned", daemonset=key, skipped=skipped, reason="daemonset deleted or replaced")
                 return
             batch = nodes[position : position + size]
-            outcomes = await asyncio.gather(*(self._create_one(ds, node, hash_) for node in batch))
+            if make_pod is None:
+                # Built where new_pod used to raise TemplateError: at the first batch sent.
+                make_pod = pod_factory(ds, hash=hash_, direct_binding=self.direct_binding)
+            outcomes = await asyncio.gather(*(self._create_one(ds, node, make_pod) for node in batch))
             failures = [(node, err) for node, err in zip(batch, outcomes, strict=True) if err is not None]
             result.created += len(batch) - len(failures)
             position += size

@@ -12,8 +12,10 @@ from dsctl.daemonset.template import (
     GENERATION_LABEL,
     HASH_LABEL,
     TemplateError,
+    copy_json,
     is_pod_updated,
     new_pod,
+    pod_factory,
     pods_prefix,
     target_node,
     template_generation,
@@ -278,3 +280,81 @@ def test_is_pod_updated(labels: dict[str, str], hash: str, generation: int | Non
 def test_template_generation(value: Any, expected: int | None) -> None:
     """The generation annotation parses to an int or None."""
     assert template_generation({"metadata": {"annotations": {GENERATION_ANNOTATION: value}}}) == expected
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param(None, id="none"),
+        pytest.param("text", id="str"),
+        pytest.param(3, id="int"),
+        pytest.param(1.5, id="float"),
+        pytest.param(True, id="bool"),
+        pytest.param({"a": {"b": [1, {"c": "d"}]}, "e": None}, id="nested"),
+        pytest.param([[], {}, [{"x": [True]}]], id="lists"),
+        pytest.param({"t": ({"inner": 1},)}, id="tuple-falls-back-to-deepcopy"),
+    ],
+)
+def test_copy_json_is_an_independent_deep_copy(value: Any) -> None:
+    """An equal value that shares no dict or list with the original."""
+    copied = copy_json(value)
+    assert copied == value
+    assert type(copied) is type(value)
+
+    def containers(obj: Any) -> list[int]:
+        """ids of every dict and list inside ``obj`` (tuples are looked into, not counted)."""
+        children = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple)) else ()
+        own = [id(obj)] if isinstance(obj, (dict, list)) else []
+        return own + [i for child in children for i in containers(child)]
+
+    assert not set(containers(copied)) & set(containers(value))
+
+
+def _factory_cases() -> list[Any]:
+    plain = make_ds()
+    decorated = make_ds()
+    decorated["metadata"]["annotations"] = {GENERATION_ANNOTATION: "4"}
+    decorated["spec"]["template"]["metadata"]["annotations"] = {"a": "1"}
+    decorated["spec"]["template"]["metadata"]["finalizers"] = ["example.com/f"]
+    decorated["spec"]["template"]["spec"]["hostNetwork"] = True
+    decorated["spec"]["template"]["spec"]["tolerations"] = [{"key": "k", "operator": "Exists"}]
+    decorated["spec"]["template"]["spec"]["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": []}]},
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {}}],
+        },
+        "podAntiAffinity": {"x": 1},
+    }
+    named = make_ds()
+    named["spec"]["template"]["spec"]["nodeName"] = "node-1"
+    return [
+        pytest.param(plain, {"hash": "abc"}, id="plain"),
+        pytest.param(plain, {"hash": ""}, id="no-hash"),
+        pytest.param(plain, {"hash": "abc", "direct_binding": True}, id="direct-binding"),
+        pytest.param(plain, {"hash": "abc", "api_version": "dsctl.io/v1alpha1", "kind": "DaemonSet"}, id="crd-owner"),
+        pytest.param(decorated, {"hash": "abc"}, id="annotations-finalizers-affinity-host-network"),
+        pytest.param(named, {"hash": "abc"}, id="template-node-name"),
+    ]
+
+
+@pytest.mark.parametrize(("ds", "options"), _factory_cases())
+def test_pod_factory_makes_what_new_pod_makes(ds: dict[str, Any], options: dict[str, Any]) -> None:
+    """Pod for pod, the factory's pods equal new_pod's and share nothing with each other or the DS."""
+    before = copy.deepcopy(ds)
+    make = pod_factory(ds, **options)
+    first, second = make("node-1"), make("node-2")
+    assert first == new_pod(ds, "node-1", **options)
+    assert second == new_pod(ds, "node-2", **options)
+    first["metadata"]["labels"]["mutated"] = "yes"
+    first["spec"]["containers"][0]["image"] = "changed"
+    first["spec"]["tolerations"].append({"key": "mutated"})
+    assert make("node-1") == new_pod(ds, "node-1", **options)
+    assert ds == before
+
+
+def test_pod_factory_refuses_a_template_without_labels_at_once() -> None:
+    """The TemplateError comes from building the factory, before any pod."""
+    ds = make_ds()
+    ds["spec"]["template"]["metadata"]["labels"] = {}
+    with pytest.raises(TemplateError):
+        pod_factory(ds, hash="abc")
