@@ -224,14 +224,17 @@ class Store:
         """Apply the store's transform (projection) to an incoming object."""
         return self._transform(obj) if self._transform is not None else obj
 
-    def put(self, key: str, new: Obj, old: Obj | None) -> None:
-        """Store the prepared ``new`` under ``key``, where ``old`` is what :meth:`get` returned
-        for it just before (the reflector's per-event path, which already looked it up)."""
-        self._items[key] = new
+    def swap(self, key: str, new: Obj) -> Obj | None:
+        """Store the prepared ``new`` under ``key``; return what was stored there (the
+        reflector's per-event path, which already knows the key)."""
+        items = self._items
+        old = items.get(key)
+        items[key] = new
         if old is None:
             self._index_obj(key, new)
         else:
             self._reindex(key, old, new)
+        return old
 
     def upsert(self, obj: Obj, *, prepared: bool = False) -> tuple[Obj | None, Obj]:
         """Store ``obj`` (transformed unless ``prepared``); return ``(old, stored)``."""
