@@ -59,13 +59,19 @@ def index_reads(*paths: str) -> Callable[[_F], _F]:
     string) in the old and the new version; equal but distinct containers are recomputed. An
     undeclared read would go stale silently: declare every one.
     """
-    keys: list[tuple[str, str | None]] = []
+    grouped: dict[str, list[str] | None] = {}
     for path in paths:
         parts = path.split(".")
         if not 1 <= len(parts) <= 2 or not all(parts):
             raise ValueError(f"index_reads: {path!r} is not one or two keys")
-        keys.append((parts[0], parts[1] if len(parts) == 2 else None))
-    reads = tuple(keys)
+        seconds = grouped.setdefault(parts[0], [])
+        if len(parts) == 1 or seconds is None:
+            grouped[parts[0]] = None  # the whole value is read
+        else:
+            seconds.append(parts[1])
+    # By first key: each is looked up once per update, then its second keys.
+    reads = tuple((first, None if seconds is None else tuple(seconds))
+                  for first, seconds in grouped.items())
 
     def declare(func: _F) -> _F:
         setattr(func, _READS, reads)
@@ -74,7 +80,10 @@ def index_reads(*paths: str) -> Callable[[_F], _F]:
     return declare
 
 
-def _reads_of(func: IndexFunc) -> tuple[tuple[str, str | None], ...] | None:
+_Reads = tuple[tuple[str, tuple[str, ...] | None], ...]
+
+
+def _reads_of(func: IndexFunc) -> _Reads | None:
     reads = getattr(func, _READS, None)
     return reads if isinstance(reads, tuple) else None
 
@@ -300,15 +309,22 @@ class Store:
                 # Inlined: this runs for every index on every cached update. The same object
                 # at a path's first key means the same value under it (cached objects are
                 # never mutated); where it is not a dict, it is itself the value compared.
-                for first, second in reads:
+                for first, seconds in reads:
                     a = old.get(first, _ABSENT)
                     b = new.get(first, _ABSENT)
-                    if a is not b:
-                        if second is not None and a.__class__ is dict and b.__class__ is dict:
-                            a = a.get(second, _ABSENT)
-                            b = b.get(second, _ABSENT)
-                        if a is not b and (a.__class__ is not str or a != b):
-                            break
+                    if a is b:
+                        continue
+                    if seconds is not None and a.__class__ is dict and b.__class__ is dict:
+                        for second in seconds:
+                            x = a.get(second, _ABSENT)
+                            y = b.get(second, _ABSENT)
+                            if x is not y and (x.__class__ is not str or x != y):
+                                break
+                        else:
+                            continue
+                        break
+                    if a.__class__ is not str or a != b:
+                        break
                 else:
                     continue  # every input is the same: so is the result
             before = func(old)

@@ -170,6 +170,29 @@ def test_index_is_computed_only_when_a_read_changed(
     assert store.index_values("node") == by_node_name(after)
 
 
+@pytest.mark.parametrize(
+    ("reads", "same_spec", "computed"),
+    [
+        pytest.param(("spec",), True, False, id="whole-spec-same-object"),
+        pytest.param(("spec",), False, True, id="whole-spec-equal-copy"),
+        pytest.param(("spec.nodeName", "spec"), False, True, id="whole-read-wins-over-key"),
+        pytest.param(("spec", "spec.nodeName"), False, True, id="whole-read-wins-either-order"),
+        pytest.param(("metadata.namespace", "spec.nodeName"), False, False, id="two-first-keys"),
+    ],
+)
+def test_whole_value_reads(reads: tuple[str, ...], same_spec: bool, computed: bool) -> None:
+    """A read of a whole first-level value skips only when it is the very same object."""
+    counting = _Counting()
+    store = Store(indexers={"node": index_reads(*reads)(counting)})
+    before = _pod(node="n1")
+    store.upsert(before, prepared=True)
+    after = {**before, "metadata": dict(before["metadata"]), "status": {"phase": "Failed"}}
+    after["spec"] = before["spec"] if same_spec else dict(before["spec"])
+    counting.calls = 0
+    store.upsert(after, prepared=True)
+    assert counting.calls == (2 if computed else 0)
+
+
 def test_undeclared_index_is_always_computed() -> None:
     """An index function without declared reads runs on every update, as before."""
     counting = _Counting()
