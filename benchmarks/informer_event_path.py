@@ -1,7 +1,7 @@
 """The informer's per-event cost, split into decode and apply, without HTTP.
 
-A pod store as the controller builds it (projection; indexes by node, owner UID and orphan
-namespace) is filled with ``--pods`` pods; then ``--events`` MODIFIED events, encoded as
+A pod store as the controller builds it (projection; the controller's indexes by target node,
+owner UID and orphan namespace) is filled with ``--pods`` pods; then ``--events`` MODIFIED events, encoded as
 kube-apiserver sends them (~4 KB each), are timed in two parts, each the best of ``--reps``:
 
 - decode: the reflector's line decoder on each line (for this pod projection, the lean
@@ -45,16 +45,16 @@ from informer_objects import daemon_pod
 def measure(*, pods: int, events: int, reps: int, nodes: int) -> dict[str, Any]:
     from prometheus_client import CollectorRegistry
 
-    from dsctl.controller.cacheview import orphans_by_namespace
+    from dsctl.controller.cacheview import BY_TARGET_NODE, ORPHANS_BY_NAMESPACE, by_target_node, orphans_by_namespace
     from dsctl.daemonset.inplace import IN_PLACE_ANNOTATION
-    from dsctl.informer import BY_NODE_NAME, BY_OWNER_UID, Store, by_node_name, by_owner_uid, make_pod_projection
+    from dsctl.informer import BY_OWNER_UID, Store, by_owner_uid, make_pod_projection
     from dsctl.informer.informer import Informer
     from dsctl.kube import PODS
 
     informer = Informer(None, PODS, transform=make_pod_projection(keep_annotations=(IN_PLACE_ANNOTATION,)),  # type: ignore[arg-type]
                         registry=CollectorRegistry(),
-                        indexers={BY_NODE_NAME: by_node_name, BY_OWNER_UID: by_owner_uid,
-                                  "orphansByNamespace": orphans_by_namespace})
+                        indexers={BY_TARGET_NODE: by_target_node, BY_OWNER_UID: by_owner_uid,
+                                  ORPHANS_BY_NAMESPACE: orphans_by_namespace})
     applied = [0]
 
     def on_update(_old: dict[str, Any], _new: dict[str, Any]) -> None:

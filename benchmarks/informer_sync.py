@@ -110,15 +110,8 @@ async def sync_case(url: str, *, projected: bool, qps: float) -> dict[str, Any]:
 async def watch_case(
     url: str, *, events: int, qps: float, profile: str | None, controller_gc: bool
 ) -> dict[str, Any]:
-    from dsctl.controller.cacheview import orphans_by_namespace
-    from dsctl.informer import (
-        BY_NODE_NAME,
-        BY_OWNER_UID,
-        Informer,
-        by_node_name,
-        by_owner_uid,
-        make_pod_projection,
-    )
+    from dsctl.controller.cacheview import BY_TARGET_NODE, ORPHANS_BY_NAMESPACE, by_target_node, orphans_by_namespace
+    from dsctl.informer import BY_OWNER_UID, Informer, by_owner_uid, make_pod_projection
     from dsctl.kube import PODS
 
     client = await _client(url, qps)
@@ -136,11 +129,12 @@ async def watch_case(
 
     from dsctl.daemonset.inplace import IN_PLACE_ANNOTATION
 
-    # As the controller builds it: projection, indexes by node, owner UID and orphan namespace.
+    # As the controller builds it: projection, indexes by target node, owner UID and orphan
+    # namespace (dsctl/controller/controller.py).
     pods = Informer(client, PODS, transform=make_pod_projection(keep_annotations=(IN_PLACE_ANNOTATION,)),
                     label_selector="bench=watch",
-                    indexers={BY_NODE_NAME: by_node_name, BY_OWNER_UID: by_owner_uid,
-                              "orphansByNamespace": orphans_by_namespace})
+                    indexers={BY_TARGET_NODE: by_target_node, BY_OWNER_UID: by_owner_uid,
+                              ORPHANS_BY_NAMESPACE: orphans_by_namespace})
     pods.add_handler(on_update=on_update)
     profiler = cProfile.Profile() if profile else None
     pods.run()

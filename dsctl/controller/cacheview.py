@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from dsctl.daemonset.template import target_node
-from dsctl.informer import BY_OWNER_UID, ReadOnlyStore
+from dsctl.informer import BY_OWNER_UID, ReadOnlyStore, index_reads
 from dsctl_api.objects import namespace
 from dsctl_api.pods import controller_ref
 
@@ -23,12 +23,14 @@ ORPHANS_BY_NAMESPACE = "orphansByNamespace"
 Obj = Mapping[str, Any]
 
 
+@index_reads("spec.nodeName", "spec.affinity")
 def by_target_node(obj: Obj) -> list[str]:
     """Index function: the node a pod is for (``template.target_node``), if it names one."""
     node = target_node(obj)
     return [node] if node else []
 
 
+@index_reads("metadata.ownerReferences", "metadata.namespace")
 def orphans_by_namespace(obj: Obj) -> list[str]:
     """Index function: the namespace of an object without a controller, for adoption."""
     if controller_ref(obj) is not None:

@@ -23,6 +23,7 @@ from dsctl.informer.store import (
     Transform,
     by_node_name,
     by_owner_uid,
+    index_reads,
     object_key,
 )
 
@@ -43,6 +44,7 @@ __all__ = [
     "Transform",
     "by_node_name",
     "by_owner_uid",
+    "index_reads",
     "make_pod_projection",
     "object_key",
     "project_node",

@@ -486,8 +486,7 @@ class Reflector:
                     if old is not None:
                         sink.on_delete(obj)
                     continue
-                old = store.get(key)
-                store.put(key, obj, old)
+                old = store.swap(key, obj)
                 if rv is not None:
                     self.last_rv = rv
                     store.resource_version = rv

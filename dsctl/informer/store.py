@@ -3,7 +3,10 @@
 Keys are ``namespace/name`` for namespaced objects and ``name`` for cluster-scoped ones.
 An index is a function from an object to the list of values it is filed under (a pod under its
 node name, a pod or ControllerRevision under its controller's UID); ``by_index`` answers "all
-objects filed under this value" without scanning.
+objects filed under this value" without scanning. An index function may declare the fields it
+reads (:func:`index_reads`): an update whose old and new objects hold the very same values there
+(the same objects, as a projection's shared values and interned strings are) then skips that
+index, which is most updates of a busy cache (a pod's status changes, not its node or owner).
 
 Contract: objects returned by the store are the cached objects themselves, shared with every
 reader. **Do not mutate them**; copy before changing. The store is single-threaded: it is
@@ -15,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from dsctl_api.pods import controller_ref
 
@@ -30,6 +33,7 @@ __all__ = [
     "Transform",
     "by_node_name",
     "by_owner_uid",
+    "index_reads",
     "object_key",
 ]
 
@@ -41,6 +45,50 @@ Transform = Callable[[Obj], Obj]
 
 BY_NODE_NAME = "byNodeName"
 BY_OWNER_UID = "byOwnerUID"
+_READS = "__index_reads__"
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def index_reads(*paths: str) -> Callable[[_F], _F]:
+    """Declare every field an index function reads, as paths of one or two keys
+    (``"spec.nodeName"``, ``"metadata"``).
+
+    Contract: the function's result depends on nothing but the values at these paths (a
+    missing field, or a non-dict where a dict was expected, counts as a value). The store then
+    skips the function on an update where every path holds the *same object* (or an equal
+    string) in the old and the new version; equal but distinct containers are recomputed. An
+    undeclared read would go stale silently: declare every one.
+    """
+    grouped: dict[str, list[str] | None] = {}
+    for path in paths:
+        parts = path.split(".")
+        if not 1 <= len(parts) <= 2 or not all(parts):
+            raise ValueError(f"index_reads: {path!r} is not one or two keys")
+        seconds = grouped.setdefault(parts[0], [])
+        if len(parts) == 1 or seconds is None:
+            grouped[parts[0]] = None  # the whole value is read
+        else:
+            seconds.append(parts[1])
+    # By first key: each is looked up once per update, then its second keys.
+    reads = tuple((first, None if seconds is None else tuple(seconds))
+                  for first, seconds in grouped.items())
+
+    def declare(func: _F) -> _F:
+        setattr(func, _READS, reads)
+        return func
+
+    return declare
+
+
+_Reads = tuple[tuple[str, tuple[str, ...] | None], ...]
+
+
+def _reads_of(func: IndexFunc) -> _Reads | None:
+    reads = getattr(func, _READS, None)
+    return reads if isinstance(reads, tuple) else None
+
+
+_ABSENT: Any = object()
 
 
 def object_key(obj: Mapping[str, Any]) -> str:
@@ -51,6 +99,7 @@ def object_key(obj: Mapping[str, Any]) -> str:
     return f"{namespace}/{name}" if namespace else str(name)
 
 
+@index_reads("spec.nodeName")
 def by_node_name(obj: Mapping[str, Any]) -> list[str]:
     """Index function: the pod's ``spec.nodeName`` (unscheduled pods are filed under nothing)."""
     spec = obj.get("spec")
@@ -61,6 +110,7 @@ def by_node_name(obj: Mapping[str, Any]) -> list[str]:
     return []
 
 
+@index_reads("metadata.ownerReferences")
 def by_owner_uid(obj: Mapping[str, Any]) -> list[str]:
     """Index function: the UID of the controller ownerReference (pods and ControllerRevisions)."""
     meta = obj.get("metadata")
@@ -112,6 +162,9 @@ class Store:
         self._items: dict[str, Obj] = {}
         self._indexers: dict[str, IndexFunc] = dict(indexers or {})
         self._indexes: dict[str, dict[str, set[str]]] = {n: {} for n in self._indexers}
+        self._updaters = [
+            (self._indexes[n], func, _reads_of(func)) for n, func in self._indexers.items()
+        ]
         self._transform = transform
         self.resource_version: str = ""
         """The resourceVersion the store is known to be current at (list RV, then event RVs)."""
@@ -180,14 +233,17 @@ class Store:
         """Apply the store's transform (projection) to an incoming object."""
         return self._transform(obj) if self._transform is not None else obj
 
-    def put(self, key: str, new: Obj, old: Obj | None) -> None:
-        """Store the prepared ``new`` under ``key``, where ``old`` is what :meth:`get` returned
-        for it just before (the reflector's per-event path, which already looked it up)."""
-        self._items[key] = new
+    def swap(self, key: str, new: Obj) -> Obj | None:
+        """Store the prepared ``new`` under ``key``; return what was stored there (the
+        reflector's per-event path, which already knows the key)."""
+        items = self._items
+        old = items.get(key)
+        items[key] = new
         if old is None:
             self._index_obj(key, new)
         else:
             self._reindex(key, old, new)
+        return old
 
     def upsert(self, obj: Obj, *, prepared: bool = False) -> tuple[Obj | None, Obj]:
         """Store ``obj`` (transformed unless ``prepared``); return ``(old, stored)``."""
@@ -246,13 +302,35 @@ class Store:
 
     def _reindex(self, key: str, old: Obj, new: Obj) -> None:
         """Move ``key`` from ``old``'s index values to ``new``'s, touching only what changed
-        (a pod update rarely changes its node or its owner)."""
-        for name, func in self._indexers.items():
+        (a pod update rarely changes its node or its owner). An index whose declared reads
+        hold the same objects in both versions is not even computed."""
+        for index, func, reads in self._updaters:
+            if reads is not None:
+                # Inlined: this runs for every index on every cached update. The same object
+                # at a path's first key means the same value under it (cached objects are
+                # never mutated); where it is not a dict, it is itself the value compared.
+                for first, seconds in reads:
+                    a = old.get(first, _ABSENT)
+                    b = new.get(first, _ABSENT)
+                    if a is b:
+                        continue
+                    if seconds is not None and a.__class__ is dict and b.__class__ is dict:
+                        for second in seconds:
+                            x = a.get(second, _ABSENT)
+                            y = b.get(second, _ABSENT)
+                            if x is not y and (x.__class__ is not str or x != y):
+                                break
+                        else:
+                            continue
+                        break
+                    if a.__class__ is not str or a != b:
+                        break
+                else:
+                    continue  # every input is the same: so is the result
             before = func(old)
             after = func(new)
             if before == after:
                 continue
-            index = self._indexes[name]
             for value in before:
                 bucket = index.get(value)
                 if bucket is not None:

@@ -271,9 +271,15 @@ def lean_pod_decoder(
                             state = (cond.status, cond.lastTransitionTime)
                             kept["conditions"] = ready(state) or ready_miss(*state)
                             break
-                if status.containerStatuses:
-                    pairs = tuple([(c.name, c.restartCount) for c in status.containerStatuses
-                                   if c.name is not None])
+                containers = status.containerStatuses
+                if containers:
+                    pairs: tuple[tuple[Any, Any], ...]
+                    if len(containers) == 1:  # a daemon pod's usual one container: no loop
+                        first = containers[0]
+                        pairs = () if first.name is None else ((first.name, first.restartCount),)
+                    else:
+                        pairs = tuple([(c.name, c.restartCount) for c in containers
+                                       if c.name is not None])
                     kept["containerStatuses"] = restarts(pairs) or restarts_miss(pairs)
                 out["status"] = kept
             return event.type, out
