@@ -44,10 +44,6 @@ class ChangeLog:
         """Plan ``key`` from scratch next time (its resync, or a change the log cannot name)."""
         self._full.add(key)
 
-    def everything_for_all(self) -> None:
-        """Plan every DaemonSet from scratch next time."""
-        self._full.update(self._changed)
-
     def take(self, key: str) -> frozenset[str] | None:
         """The nodes changed for ``key`` since the last ``take``; None means plan every node.
 

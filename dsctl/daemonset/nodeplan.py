@@ -171,10 +171,6 @@ class NodeTable:
                          totals=(totals[0], totals[1], totals[2], totals[3], totals[4], totals[5]),
                          acting=frozenset(acting), volatile=frozenset(volatile), old=old)
 
-    def rebased(self, basis: Basis) -> NodeTable:
-        """An empty table for ``basis``."""
-        return NodeTable(basis=basis)
-
     def manage_plan(self) -> Plan:
         """The manage plan of the whole DaemonSet: the acting nodes' plans in node-name order."""
         return merge_plans(self.outcomes[node].manage for node in sorted(self.acting))

@@ -24,7 +24,6 @@ Step = Callable[[ChangeLog], None]
                      id="pod-without-target-node"),
         pytest.param([lambda c: c.take("a"), lambda c: c.node_changed("n1"), lambda c: c.everything("a")], None,
                      id="resync-plans-everything"),
-        pytest.param([lambda c: c.take("a"), lambda c: c.everything_for_all()], None, id="everything-for-all"),
         pytest.param([lambda c: c.take("a"), lambda c: c.forget("a"), lambda c: c.node_changed("n1")], None,
                      id="forgotten-starts-over"),
         pytest.param([lambda c: c.take("a"), lambda c: c.node_changed("n1"), lambda c: c.take("a")], frozenset(),
