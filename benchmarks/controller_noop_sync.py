@@ -15,10 +15,11 @@ Two measurements, reported side by side:
    ``dsctl sim serve --nodes N``: one DaemonSet converges, then ``--touches`` annotation
    patches each force one sync; the mean of ``dsctl_sync_duration_seconds`` over those syncs,
    the controller's CPU seconds per sync from ``/proc``, the writes it made (goal 0), and with
-   ``--profile`` a py-spy summary of the touch window.
+   ``--profile`` a py-spy summary of the touch window. With ``--touch-node`` one node's labels
+   change before each touch, so each forced sync is the incremental sync after one node changed.
 
 Usage: ``python benchmarks/controller_noop_sync.py [--nodes 5000] [--iterations 20]
-[--skip-end-to-end]``. Prints the JSON summary; writes ``benchmarks/results/controller_noop_sync.json``.
+[--skip-end-to-end] [--touch-node] [--tag T]``. Prints the JSON summary; writes ``benchmarks/results/controller_noop_sync.json``.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ from dsctl.daemonset.update import plan_rolling_update
 from dsctl.informer import BY_OWNER_UID, ReadOnlyStore, Store, by_owner_uid
 from dsctl.informer.projections import make_pod_projection, project_node
 from dsctl.kube.client import KubeClient
-from dsctl.kube.resources import DAEMONSETS
+from dsctl.kube.resources import DAEMONSETS, NODES
 from dsctl_api.labels import selector_from_label_selector
 from dsctl_sim.nodes import make_node
 
@@ -335,6 +336,10 @@ async def end_to_end(args: argparse.Namespace) -> dict[str, Any]:
                 now_count = await sync_count()
                 if now_count["count"] != settled["count"]:
                     settled, quiet_since = now_count, time.monotonic()
+            touched_nodes: list[str] = []
+            if args.touch_node:
+                listed = await client.list(NODES)
+                touched_nodes = sorted(str(n["metadata"]["name"]) for n in listed["items"])[:args.touches]
             cursor = (await sim.requests(since=0, limit=1))["next"]
             cursor = (await request_log(sim, since=cursor))[1]
             # The controller's idle CPU (bookmarks, timers) over a window, to subtract below.
@@ -347,6 +352,10 @@ async def end_to_end(args: argparse.Namespace) -> dict[str, Any]:
                 # Touches spaced wider than one sync, so each causes exactly one; /metrics is
                 # read only at the end, so scraping does not add to the controller's CPU.
                 for i in range(args.touches):
+                    if touched_nodes:
+                        # One node changes in a way no DaemonSet's verdict reads: noted, no sync.
+                        await client.patch(NODES, touched_nodes[i % len(touched_nodes)],
+                                           {"metadata": {"labels": {"bench.dsctl.io/touch": str(i)}}})
                     await client.patch(DAEMONSETS, "agent", {"metadata": {"annotations": {"bench/touch": str(i)}}},
                                        namespace="default")
                     await asyncio.sleep(args.touch_interval)
@@ -366,6 +375,7 @@ async def end_to_end(args: argparse.Namespace) -> dict[str, Any]:
               if str(r["user_agent"]).startswith("dsctl/") and r["verb"] not in ("get", "list", "watch")]
     out: dict[str, Any] = {
         "nodes": args.nodes, "converge_seconds": round(converge_seconds, 1), "touches": args.touches,
+        "one_node_changed_per_touch": bool(args.touch_node),
         "syncs": syncs,
         "sync_duration_ms_mean": round(1000 * (after["sum"] - before["sum"]) / syncs, 2) if syncs else None,
         "controller_cpu_ms_per_sync": round(1000 * busy_cpu / syncs, 1) if syncs else None,
@@ -390,6 +400,10 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--profile", action="store_true", help="py-spy the controller during the touches")
     parser.add_argument("--skip-end-to-end", action="store_true")
+    parser.add_argument("--touch-node", action="store_true",
+                        help="before each touch, change one node's labels (no verdict flips), so each "
+                             "forced sync re-plans one changed node")
+    parser.add_argument("--tag", default="", help="store the result as <name>-<tag>.json instead")
     args = parser.parse_args()
     result: dict[str, Any] = {"benchmark": NAME, "environment": environment(), "in_process": in_process(args),
                               "plan_sync": plan_sync_cost(args)}
@@ -399,7 +413,7 @@ def main() -> None:
         in_ms = result["in_process"]["projected"]["cpu_ms_per_sync"]
         if e2e.get("controller_cpu_ms_per_sync"):
             result["end_to_end_cpu_vs_in_process"] = round(e2e["controller_cpu_ms_per_sync"] / in_ms, 2)
-    write_result(NAME, result)
+    write_result(f"{NAME}-{args.tag}" if args.tag else NAME, result)
 
 
 if __name__ == "__main__":

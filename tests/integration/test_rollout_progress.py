@@ -92,9 +92,19 @@ async def test_burst_replicas_caps_creates_per_sync(sim: SimProcess, kube: KubeC
     body["metadata"]["annotations"] = {"dsctl.io/burst-replicas": "2"}
     await kube.create(DAEMONSETS, body, namespace="default")
     await eventually(lambda: _count_is(kube, 8), message="a pod on every node")
-    creates = [e["creates"] for e in controller.logs if e.get("event") == "sync" and e.get("key") == "default/agent"
-               and e.get("creates")]
-    assert creates and max(creates) <= 2 and sum(creates) == 8
+    # The last sync's log line can arrive after its pods are visible in the API: wait for it.
+    await eventually(lambda: _all_creates_logged(controller, 8), message="every create logged by a sync")
+    creates = _creates_per_sync(controller)
+    assert max(creates) <= 2 and sum(creates) == 8
+
+
+def _creates_per_sync(controller: ControllerProcess) -> list[int]:
+    return [e["creates"] for e in controller.logs if e.get("event") == "sync" and e.get("key") == "default/agent"
+            and e.get("creates")]
+
+
+async def _all_creates_logged(controller: ControllerProcess, count: int) -> bool:
+    return sum(_creates_per_sync(controller)) >= count
 
 
 async def _count_is(kube: KubeClient, count: int) -> bool:
