@@ -19,7 +19,8 @@ Two measurements, reported side by side:
    change before each touch, so each forced sync is the incremental sync after one node changed.
 
 Usage: ``python benchmarks/controller_noop_sync.py [--nodes 5000] [--iterations 20]
-[--skip-end-to-end] [--touch-node] [--tag T]``. Prints the JSON summary; writes ``benchmarks/results/controller_noop_sync.json``.
+[--skip-end-to-end] [--touch-node] [--tag T]``. Prints the JSON summary; writes
+``benchmarks/results/controller_noop_sync[-T].json``.
 """
 
 from __future__ import annotations

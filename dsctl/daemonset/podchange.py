@@ -42,15 +42,42 @@ def planning_view(pod: Mapping[str, Any]) -> tuple[Any, ...]:
     condition = as_map(pod_ready_condition(pod))
     ready = condition.get("status") == "True"
     since = condition.get("lastTransitionTime") if ready else None
-    restarts: Any = None
-    if IN_PLACE_ANNOTATION in annotations_of(pod):
-        restarts = [
-            (as_map(s).get("name"), as_map(s).get("restartCount"))
-            for s in as_list(as_map(pod.get("status")).get("containerStatuses"))
-        ]
-    return (metadata, spec(pod), phase(pod) if is_terminal(pod) else "", ready, since, restarts)
+    restarts = _restarts(pod) if IN_PLACE_ANNOTATION in annotations_of(pod) else None
+    return (metadata, spec(pod), _terminal_phase(pod), ready, since, restarts)
+
+
+_NO_VERSION = {"resourceVersion": None}
 
 
 def same_for_planning(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """Whether an update from ``old`` to ``new`` cannot change any plan or status."""
-    return planning_view(old) == planning_view(new)
+    """Whether an update from ``old`` to ``new`` cannot change any plan or status.
+
+    Exactly ``planning_view(old) == planning_view(new)``, decided without building either view
+    and stopping at the first difference: the pod handler asks it for every pod update.
+    """
+    old_meta, new_meta = meta(old), meta(new)
+    if old_meta is not new_meta and {**old_meta, **_NO_VERSION} != {**new_meta, **_NO_VERSION}:
+        return False
+    if spec(old) != spec(new):
+        return False
+    old_ready, new_ready = as_map(pod_ready_condition(old)), as_map(pod_ready_condition(new))
+    ready = new_ready.get("status") == "True"
+    if (old_ready.get("status") == "True") != ready:
+        return False
+    if ready and old_ready.get("lastTransitionTime") != new_ready.get("lastTransitionTime"):
+        return False
+    if (is_terminal(old) or is_terminal(new)) and _terminal_phase(old) != _terminal_phase(new):
+        return False
+    # The metadata are equal here, so both carry the in-place record or neither does.
+    return IN_PLACE_ANNOTATION not in annotations_of(new) or _restarts(old) == _restarts(new)
+
+
+def _terminal_phase(pod: Mapping[str, Any]) -> str:
+    return phase(pod) if is_terminal(pod) else ""
+
+
+def _restarts(pod: Mapping[str, Any]) -> list[tuple[Any, Any]]:
+    return [
+        (as_map(s).get("name"), as_map(s).get("restartCount"))
+        for s in as_list(as_map(pod.get("status")).get("containerStatuses"))
+    ]

@@ -11,7 +11,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from dsctl.daemonset.inplace import IN_PLACE_ANNOTATION
 from dsctl.daemonset.podchange import planning_view, same_for_planning
 from dsctl.informer.projections import project_pod
 
@@ -107,6 +110,7 @@ def test_an_update_is_dropped_only_when_no_planner_can_see_it(
     if projected:
         old, new = project_pod(old), project_pod(new)
     assert same_for_planning(old, new) is not differs
+    assert (planning_view(old) == planning_view(new)) is not differs
 
 
 def test_metadata_the_projection_keeps_is_seen() -> None:
@@ -132,3 +136,48 @@ def test_malformed_pods_never_raise() -> None:
                                      {"status": {"conditions": [None, 3]}}]
     for pod in broken:
         assert planning_view(pod) == planning_view(dict(pod))
+
+
+# A pod is drawn as a few fields, each from a handful of values (malformed shapes included);
+# the second pod of a pair takes each field from the first or from a fresh draw, so pairs that
+# differ in a single field, the ones that test each check, come up often.
+_ODD = st.sampled_from([None, "", 1, [], {}])
+_CONDITION = st.fixed_dictionaries({"type": st.sampled_from(["Ready", "Ready", "PodScheduled"]),
+                                    "status": st.sampled_from(["True", "False"]),
+                                    "lastTransitionTime": st.sampled_from(["t1", "t2"])})
+_FIELDS: dict[str, st.SearchStrategy[Any]] = {
+    "resourceVersion": st.sampled_from(["1", "2"]),
+    "labels": st.sampled_from([{"app": "a"}, {"app": "b"}]),
+    "annotations": st.sampled_from([{}, {IN_PLACE_ANNOTATION: "x"}]),
+    "deletionTimestamp": st.sampled_from([None, "t"]),
+    "spec": st.one_of(_ODD, st.fixed_dictionaries({"nodeName": st.sampled_from(["n1", "n2"])})),
+    "phase": st.sampled_from(["Running", "Failed", "Succeeded", "Pending"]),
+    "conditions": st.one_of(st.tuples(_CONDITION).map(list), st.tuples(_CONDITION).map(list),
+                            st.lists(st.one_of(_CONDITION, _ODD), max_size=2), _ODD),
+    "containerStatuses": st.one_of(_ODD, st.lists(st.fixed_dictionaries(
+        {"name": st.just("c"), "restartCount": st.sampled_from([0, 1])}), max_size=1)),
+    "malformed": st.sampled_from([None, "metadata", "status"]),
+}
+_DRAW = st.fixed_dictionaries(_FIELDS)
+
+
+def _build(fields: dict[str, Any]) -> Pod:
+    metadata: Any = {k: fields[k] for k in ("resourceVersion", "labels", "annotations")}
+    if fields["deletionTimestamp"] is not None:
+        metadata["deletionTimestamp"] = fields["deletionTimestamp"]
+    status: Any = {k: fields[k] for k in ("phase", "conditions", "containerStatuses")}
+    if fields["malformed"] == "metadata":
+        metadata = "x"
+    if fields["malformed"] == "status":
+        status = ["x"]
+    return {"metadata": metadata, "spec": fields["spec"], "status": status}
+
+
+@settings(max_examples=1000, deadline=None, database=None)
+@given(first=_DRAW, second=_DRAW, take=st.lists(st.sampled_from(sorted(_FIELDS)), min_size=1, max_size=2))
+def test_the_fast_comparison_agrees_with_the_views(first: dict[str, Any], second: dict[str, Any],
+                                                   take: list[str]) -> None:
+    """``same_for_planning`` is exactly the comparison of the two planning views."""
+    old = _build(first)
+    new = _build({**first, **{k: second[k] for k in take}})
+    assert same_for_planning(old, new) == (planning_view(old) == planning_view(new))
