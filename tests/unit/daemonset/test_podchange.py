@@ -141,7 +141,7 @@ def test_malformed_pods_never_raise() -> None:
 # A pod is drawn as a few fields, each from a handful of values (malformed shapes included);
 # the second pod of a pair takes each field from the first or from a fresh draw, so pairs that
 # differ in a single field, the ones that test each check, come up often.
-_ODD = st.sampled_from([None, "", 1, [], {}])
+_ODD: st.SearchStrategy[Any] = st.sampled_from([None, "", 1, [], {}])
 _CONDITION = st.fixed_dictionaries({"type": st.sampled_from(["Ready", "Ready", "PodScheduled"]),
                                     "status": st.sampled_from(["True", "False"]),
                                     "lastTransitionTime": st.sampled_from(["t1", "t2"])})
