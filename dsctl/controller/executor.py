@@ -12,7 +12,9 @@ same order, what each stage holds):
 5. status only, when the plan says so (expectations pending, pods relabelled), then stop;
 6. pods: backoff steps, creates and deletes (``PodWriter``), in-place patches;
 7. history cleanup, only when every pod write went through;
-8. status (``StatusWriter``), and the outcome with its requeue.
+8. status (``StatusWriter``), and the outcome with its requeue; left to the next sync when
+   this one only created pods, all it planned, since observing them syncs again
+   (``_status_follows``).
 
 A failed stage in 3–4 stops the sync: ``ReplicaFailure`` is set and the key retried. A failed
 pod write skips cleanup, and the status stage still runs to report it.
@@ -61,6 +63,21 @@ class SyncReport:
     deleted: int = 0
     patched: int = 0
     errors: int = 0
+
+
+def _status_follows(plan: SyncPlan, report: SyncReport) -> bool:
+    """Whether the next sync is sure to write this one's status, with more in it.
+
+    Each pod created here comes back as an ADDED event, and observing it syncs the DaemonSet
+    again; that sync counts the new pods as well. So a sync that only created pods, all that
+    its plan held (none left over by the burst cap, so a long run of creating syncs still
+    reports as it goes), and created no revision (whose news the Progressing condition carries
+    once) leaves the status to it: a node join then costs each DaemonSet one status write
+    instead of two, and its sync one round trip instead of two.
+    """
+    assert plan.status is not None
+    return (report.created > 0 and report.created == len(plan.pods.creates) and not report.deleted
+            and not report.patched and not plan.status.created_revision)
 
 
 class _Stop(Exception):
@@ -113,6 +130,8 @@ class SyncExecutor:
         failures = await self._pods(key, ds, plan, report)
         if not failures:
             failures.extend(await self._cleanup(ds, plan))
+        if not failures and _status_follows(plan, report):
+            return Done(requeue_after=plan.requeue_after)
         try:
             status_requeue = await self.status.write(ds, plan.status, history.hash, writes_ok=not failures)
         except errors.ApiError as exc:

@@ -95,6 +95,23 @@ async def test_a_first_sync_snapshots_history_then_creates_pods_then_writes_stat
     assert rig.status()["desiredNumberScheduled"] == 2 and rig.status()["observedGeneration"] == 1
 
 
+@pytest.mark.parametrize(("burst", "status_written"), [(None, False), ("1", True)], ids=["all-created", "burst-capped"])
+async def test_a_sync_that_only_created_pods_leaves_the_status_to_the_next(burst: str | None,
+                                                                         status_written: bool) -> None:
+    """Observing the new pods syncs again, and that sync writes the status with them counted; a
+    sync whose creates the burst cap cut short still writes it, so long runs report as they go."""
+    ds = make_ds()
+    if burst is not None:
+        ds["metadata"]["annotations"] = {"dsctl.io/burst-replicas": burst}
+    rig = Rig(ds)
+    rig.view.revisions.append(rig.current_revision())
+    outcome = await rig.run()
+    assert isinstance(outcome, Done)
+    creates = [c for c in rig.calls() if c == ("create", "pods")]
+    assert len(creates) == (1 if burst else 2)
+    assert (("update_status", "daemonsets") in rig.calls()) is status_written
+
+
 async def test_a_failed_revision_write_stops_before_any_pod_and_sets_replica_failure() -> None:
     """A history write that fails ends the sync: no pod is created, ReplicaFailure says why, the key is retried."""
     rig = Rig()
