@@ -13,8 +13,7 @@ same order, what each stage holds):
 6. pods: backoff steps, creates and deletes (``PodWriter``), in-place patches;
 7. history cleanup, only when every pod write went through;
 8. status (``StatusWriter``), and the outcome with its requeue; left to the next sync when
-   this one only created pods, all it planned, since observing them syncs again
-   (``_status_follows``).
+   this one only created pods, since observing them syncs again (``_status_follows``).
 
 A failed stage in 3–4 stops the sync: ``ReplicaFailure`` is set and the key retried. A failed
 pod write skips cleanup, and the status stage still runs to report it.
@@ -65,19 +64,25 @@ class SyncReport:
     errors: int = 0
 
 
-def _status_follows(plan: SyncPlan, report: SyncReport) -> bool:
+STATUS_REFRESH_SECONDS = 1.0
+"""While a run of creating syncs lasts, its status is still written at least this often."""
+
+
+def _status_follows(plan: SyncPlan, report: SyncReport, *, written_recently: bool) -> bool:
     """Whether the next sync is sure to write this one's status, with more in it.
 
     Each pod created here comes back as an ADDED event, and observing it syncs the DaemonSet
-    again; that sync counts the new pods as well. So a sync that only created pods, all that
-    its plan held (none left over by the burst cap, so a long run of creating syncs still
-    reports as it goes), and created no revision (whose news the Progressing condition carries
-    once) leaves the status to it: a node join then costs each DaemonSet one status write
-    instead of two, and its sync one round trip instead of two.
+    again; that sync counts the new pods as well. So a sync that only created pods, and created
+    no revision (whose news the Progressing condition carries once), leaves the status to it
+    when it created all its plan held, or when the status was written less than
+    ``STATUS_REFRESH_SECONDS`` ago: a long run of creating syncs cut short by the burst cap
+    still reports as it goes, about once a second. A node join then costs each DaemonSet one
+    status write instead of two, and its creating sync one round trip instead of two.
     """
     assert plan.status is not None
-    return (report.created > 0 and report.created == len(plan.pods.creates) and not report.deleted
-            and not report.patched and not plan.status.created_revision)
+    if not report.created or report.deleted or report.patched or plan.status.created_revision:
+        return False
+    return report.created == len(plan.pods.creates) or written_recently
 
 
 class _Stop(Exception):
@@ -130,7 +135,8 @@ class SyncExecutor:
         failures = await self._pods(key, ds, plan, report)
         if not failures:
             failures.extend(await self._cleanup(ds, plan))
-        if not failures and _status_follows(plan, report):
+        recent = self.status.wrote_within(key, STATUS_REFRESH_SECONDS)
+        if not failures and _status_follows(plan, report, written_recently=recent):
             return Done(requeue_after=plan.requeue_after)
         try:
             status_requeue = await self.status.write(ds, plan.status, history.hash, writes_ok=not failures)

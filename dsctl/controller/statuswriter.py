@@ -12,6 +12,7 @@ and a GET (see ``freshest``).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -41,6 +42,7 @@ class StatusWriter:
     def __init__(
         self, *, client: SyncClient, resource: Resource, signals: WriteSignals, progress: ProgressTracker,
         metrics: StatusMetrics, on_written: Callable[[str, Obj], None], wall: Callable[[], float],
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._client = client
         self._resource = resource
@@ -49,13 +51,21 @@ class StatusWriter:
         self._metrics = metrics
         self._on_written = on_written
         self._wall = wall
+        self._monotonic = monotonic
         # key -> (resourceVersion replaced by our last write, the object that write returned)
         self._written: dict[str, tuple[str, Obj]] = {}
+        self._written_at: dict[str, float] = {}
 
     def forget(self, key: str) -> None:
         """Drop what is kept for a deleted DaemonSet."""
         self._written.pop(key, None)
+        self._written_at.pop(key, None)
         self._metrics.forget(key)
+
+    def wrote_within(self, key: str, seconds: float) -> bool:
+        """Whether this process wrote ``key``'s status less than ``seconds`` ago."""
+        at = self._written_at.get(key)
+        return at is not None and self._monotonic() - at < seconds
         self._progress.forget(key)
 
     def freshest(self, key: str, cached: Obj) -> Obj:
@@ -134,6 +144,7 @@ class StatusWriter:
                                                        namespace=meta.get("namespace"))
         key = object_key(ds)
         self._written[key] = (str(meta.get("resourceVersion", "")), written)
+        self._written_at[key] = self._monotonic()
         self._on_written(key, written)
 
 

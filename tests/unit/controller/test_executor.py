@@ -48,9 +48,11 @@ class Rig:
         recorder = cast(EventRecorder, self.recorder)
         signals = WriteSignals(recorder=recorder)
         self.expectations = Expectations(clock=lambda: 0.0)
+        self.clock = 100.0
         status = StatusWriter(client=self.fake.as_client(), resource=DAEMONSETS, signals=signals,
                               progress=ProgressTracker(recorder=recorder, registry=None), metrics=StatusMetrics(None),
-                              on_written=lambda key, obj: None, wall=lambda: T0)
+                              on_written=lambda key, obj: None, wall=lambda: T0, monotonic=lambda: self.clock)
+        self.status_writer = status
         pods = PodWriter(client=self.fake.as_client(), expectations=self.expectations, recorder=recorder,
                          signals=signals)
         self.executor = SyncExecutor(client=self.fake.as_client(), resource=DAEMONSETS, recorder=recorder,
@@ -95,16 +97,32 @@ async def test_a_first_sync_snapshots_history_then_creates_pods_then_writes_stat
     assert rig.status()["desiredNumberScheduled"] == 2 and rig.status()["observedGeneration"] == 1
 
 
-@pytest.mark.parametrize(("burst", "status_written"), [(None, False), ("1", True)], ids=["all-created", "burst-capped"])
-async def test_a_sync_that_only_created_pods_leaves_the_status_to_the_next(burst: str | None,
-                                                                         status_written: bool) -> None:
+@pytest.mark.parametrize(
+    ("burst", "last_write_ago", "status_written"),
+    [
+        (None, None, False),
+        ("1", None, True),
+        ("1", 5.0, True),
+        ("1", 0.5, False),
+    ],
+    ids=["all-created", "burst-capped-never-written", "burst-capped-written-5s-ago", "burst-capped-written-0.5s-ago"],
+)
+async def test_a_sync_that_only_created_pods_leaves_the_status_to_the_next(
+    burst: str | None, last_write_ago: float | None, status_written: bool
+) -> None:
     """Observing the new pods syncs again, and that sync writes the status with them counted; a
-    sync whose creates the burst cap cut short still writes it, so long runs report as they go."""
+    sync whose creates the burst cap cut short still writes it unless it was written within the
+    last second, so long runs report as they go."""
     ds = make_ds()
     if burst is not None:
         ds["metadata"]["annotations"] = {"dsctl.io/burst-replicas": burst}
     rig = Rig(ds)
     rig.view.revisions.append(rig.current_revision())
+    if last_write_ago is not None:
+        rig.clock -= last_write_ago
+        await rig.status_writer.put(rig.ds, {"desiredNumberScheduled": 0})
+        rig.clock += last_write_ago
+        rig.fake.calls.clear()
     outcome = await rig.run()
     assert isinstance(outcome, Done)
     creates = [c for c in rig.calls() if c == ("create", "pods")]
