@@ -40,7 +40,7 @@ from tests.chaos.faultknobs import FaultKnobs
 from tests.chaos.ledger import DeletionLedger
 from tests.chaos.recount import settle_problems
 from tests.chaos.replicas import Replicas
-from tests.chaos.scenario import Scenario, Step
+from tests.chaos.scenario import Scenario, Step, hits_leases
 from tests.chaos.tokens import TokenRotator
 from tests.integration.requestaudit import read_all_requests
 from tests.onewriter import lease_history, one_writer_violations
@@ -147,13 +147,23 @@ class _Run:
         await self._layer(step, watch_drop_seconds=step.params["seconds"])
 
     async def _do_errors_500(self, step: Step) -> None:
+        self._count_lease_rules(step)
         await self._layer(step, errors=step.params["rules"])
 
     async def _do_errors_429(self, step: Step) -> None:
+        self._count_lease_rules(step)
         await self._layer(step, errors=step.params["rules"], retry_after_seconds=step.params["retry_after"])
 
     async def _do_conflicts_409(self, step: Step) -> None:
+        self._count_lease_rules(step)
         await self._layer(step, errors=step.params["rules"])
+
+    def _count_lease_rules(self, step: Step) -> None:
+        """Rules that also fail Lease requests are a Lease fault: a leader that cannot renew
+        within its deadline steps down and exits 1, as kube-controller-manager does, and is
+        restarted like a pod would be."""
+        if hits_leases(step.params["rules"]):
+            self.replicas.lease_faults += 1
 
     async def _do_latency(self, step: Step) -> None:
         await self._layer(step, latency_ms=step.params["latency_ms"],

@@ -27,6 +27,7 @@ __all__ = [
     "Scenario",
     "Step",
     "generate",
+    "hits_leases",
 ]
 
 _FIRST_THEMES = (
@@ -87,8 +88,9 @@ RELIST_PAGE_SIZE = 4
 tens of objects, so only small pages make a list span pages and a continue token expire."""
 LEASE_DURATION = 3.0
 """The chaos replicas' lease duration (``tests.chaos.replicas.LEADER_ARGS``)."""
-# Writes the controller makes; error rules target these (never leases: a leader that cannot renew
-# is meant to step down and exit, which is not what these scenarios test).
+# Writes the controller makes; error rules target these, not leases: a leader that cannot renew
+# is meant to step down and exit, which the Lease steps test. An ``errors_429`` rule on every
+# resource (``*``) hits the Lease as well; ``hits_leases`` lets the engine count it as a Lease fault.
 _WRITE_TARGETS = (("create", "pods"), ("delete", "pods"), ("patch", "pods"), ("update", "daemonsets/status"),
                   ("create", "controllerrevisions"), ("*", "pods"), ("*", "daemonsets"), ("list", "*"))
 _CONFLICT_TARGETS = (("update", "daemonsets/status"), ("create", "pods"), ("patch", "pods"),
@@ -380,3 +382,11 @@ def generate(seed: int, *, theme: str, index: int = 0, long: bool = False) -> Sc
         daemonsets=tuple(specs), steps=steps, blue_nodes=tuple(blue), infra_nodes=tuple(infra),
         controller_args=("--list-page-size", str(RELIST_PAGE_SIZE)) if relist else (),
     )
+
+
+_LEASE_VERBS = ("*", "get", "update", "create")
+
+
+def hits_leases(rules: list[dict[str, Any]]) -> bool:
+    """Whether an error rule can fail the requests of leader election (get, update, create leases)."""
+    return any(r.get("resource") in ("*", "leases") and r.get("verb") in _LEASE_VERBS for r in rules)

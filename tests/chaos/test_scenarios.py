@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.chaos.engine import run_scenario
-from tests.chaos.scenario import generate
+from tests.chaos.scenario import generate, hits_leases
 
 
 async def test_chaos_scenario(chaos_case: tuple[int, str, int, bool], record_property: Any) -> None:
@@ -21,3 +23,20 @@ async def test_chaos_scenario(chaos_case: tuple[int, str, int, bool], record_pro
     record_property("convergence_seconds", result.convergence_seconds)
     record_property("faults", result.scenario.fault_counts())
     assert not result.violations, result.report(long=long)
+
+
+@pytest.mark.parametrize(
+    ("rule", "hits"),
+    [
+        ({"verb": "*", "resource": "*"}, True),
+        ({"verb": "*", "resource": "leases"}, True),
+        ({"verb": "update", "resource": "*"}, True),
+        ({"verb": "list", "resource": "*"}, False),
+        ({"verb": "*", "resource": "pods"}, False),
+        ({"verb": "create", "resource": "daemonsets"}, False),
+    ],
+)
+def test_error_rules_that_reach_the_lease_are_lease_faults(rule: dict[str, str], hits: bool) -> None:
+    """A leader that cannot renew steps down and exits 1; the engine then expects it (and
+    restarts the replica) only if the schedule could have failed its Lease requests."""
+    assert hits_leases([{**rule, "code": 429, "rate": 0.5}]) is hits
