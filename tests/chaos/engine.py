@@ -197,6 +197,14 @@ class _Run:
     async def _do_forced_relist(self, step: Step) -> None:
         pages = int(step.params["expired_pages"])
         async with self.admin:
+            # One write first, so the compaction lands past every resourceVersion the controller
+            # has seen. Otherwise a controller whose watches were down (an apiserver restart
+            # just ended) re-watches from the compaction point itself, which is valid, and never
+            # relists (seed 53063). A node annotation is read by no planner.
+            listed = await actions.retrying(partial(self.client.list, NODES))
+            node = str(listed["items"][0]["metadata"]["name"])
+            await actions.retrying(partial(self.client.patch, NODES, node,
+                                           {"metadata": {"annotations": {"chaos.dsctl.io/relist": str(step.at)}}}))
             await self.sim.patch_faults(compact_before_continue=pages)
             rv = await self.sim.compact(expire_watches=True)
         self.note(f"forced relist at rv {rv}: watches ended with 410, next {pages} continue tokens expire")
