@@ -61,12 +61,12 @@ class StatusWriter:
         self._written.pop(key, None)
         self._written_at.pop(key, None)
         self._metrics.forget(key)
+        self._progress.forget(key)
 
     def wrote_within(self, key: str, seconds: float) -> bool:
         """Whether this process wrote ``key``'s status less than ``seconds`` ago."""
         at = self._written_at.get(key)
         return at is not None and self._monotonic() - at < seconds
-        self._progress.forget(key)
 
     def freshest(self, key: str, cached: Obj) -> Obj:
         """The cached DaemonSet, or the one our last status write returned if the cache lags it."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from dsctl.controller.backoff import FailedPodBackoff
 from dsctl.controller.executor import SyncExecutor
@@ -208,3 +209,23 @@ async def test_adoption_needs_the_live_owner(live_uid: str, deleting: bool, adop
     outcome = await rig.run(plan)
     assert (("patch", "pods") in rig.calls()) == adopted
     assert isinstance(outcome, Done if adopted else Retry)
+
+
+async def test_forgetting_a_daemonset_drops_its_status_memory_and_rollout_gauge() -> None:
+    """``StatusWriter.forget`` (on deletion) clears the last write, its time and the stuck gauge."""
+    registry = CollectorRegistry()
+    recorder = cast(EventRecorder, RecordingRecorder())
+    fake = FakeClient()
+    ds = fake.put(DAEMONSETS, make_ds())
+    status = StatusWriter(client=fake.as_client(), resource=DAEMONSETS, signals=WriteSignals(recorder=recorder),
+                          progress=ProgressTracker(recorder=recorder, registry=registry), metrics=StatusMetrics(None),
+                          on_written=lambda key, obj: None, wall=lambda: T0, monotonic=lambda: 100.0)
+    plan = Rig(ds).plan()
+    assert plan.status is not None and plan.history is not None
+    await status.write(ds, plan.status, plan.history.hash, writes_ok=True)
+    labels = {"namespace": "default", "name": "foo"}
+    assert status.wrote_within(KEY, 1.0)
+    assert registry.get_sample_value("dsctl_daemonset_rollout_stuck", labels) == 0
+    status.forget(KEY)
+    assert not status.wrote_within(KEY, 1.0)
+    assert registry.get_sample_value("dsctl_daemonset_rollout_stuck", labels) is None
