@@ -229,16 +229,19 @@ async def cprofile_window(pid: int | None, out: Path | None, *, top: int = 30) -
             summary["error"] = "no stats written"
 
 
-def _pstats_name(func: tuple[str, int, str]) -> str:
-    file, _, name = func
+def _short_path(file: str) -> str:
+    """A source path as profiles show it: from ``dsctl/`` or below ``site-packages``, else its name."""
     parts = Path(file).parts
     if "dsctl" in parts:
-        file = "/".join(parts[parts.index("dsctl"):])
-    elif "site-packages" in parts:
-        file = "/".join(parts[parts.index("site-packages") + 1:])
-    else:
-        file = Path(file).name
-    return f"{name} ({file})"
+        return "/".join(parts[parts.index("dsctl"):])
+    if "site-packages" in parts:
+        return "/".join(parts[parts.index("site-packages") + 1:])
+    return Path(file).name
+
+
+def _pstats_name(func: tuple[str, int, str]) -> str:
+    file, _, name = func
+    return f"{name} ({_short_path(file)})"
 
 
 def summarize_pstats(path: Path, *, top: int = 30) -> dict[str, Any]:
@@ -259,15 +262,7 @@ def summarize_pstats(path: Path, *, top: int = 30) -> dict[str, Any]:
 def _frame(frame: str) -> str:
     """``func (path/to/module.py:12)`` -> ``func (module.py)``: short, stable across lines."""
     func, _, where = frame.partition(" (")
-    file = where.rsplit(":", 1)[0].rstrip(")")
-    parts = Path(file).parts
-    if "dsctl" in parts:
-        file = "/".join(parts[parts.index("dsctl"):])
-    elif "site-packages" in parts:
-        file = "/".join(parts[parts.index("site-packages") + 1:])
-    else:
-        file = Path(file).name
-    return f"{func} ({file})"
+    return f"{func} ({_short_path(where.rsplit(':', 1)[0].rstrip(')'))})"
 
 
 # Leaves that mean "waiting": the event loop's poll, and executor threads blocked on their queue.
