@@ -1,31 +1,34 @@
-"""The informer's per-event cost, split into decode and apply, without HTTP.
+"""The informer's per-event cost without HTTP: a watch replayed from memory.
 
 A pod store as the controller builds it (projection; the controller's indexes by target node,
-owner UID and orphan namespace) is filled with ``--pods`` pods; then ``--events`` MODIFIED events, encoded as
-kube-apiserver sends them (~4 KB each), are timed in two parts, each the best of ``--reps``:
+owner UID and orphan namespace) is filled with ``--pods`` pods; then ``--events`` MODIFIED
+events, encoded as kube-apiserver sends them (~4 KB each), are cut into chunks of 64 whole
+lines, as the watch reads them off a busy stream, and timed three ways, each the best of
+``--reps``:
 
-- decode: the reflector's line decoder on each line (for this pod projection, the lean
-  decoder of ``dsctl.informer.watchdecode``: msgspec against the projection's fields, so the
-  projection is done here);
-- apply: the reflector's step on the decoded events, in batches of 50 as a chunk of the
-  stream brings them (store and index update, handler fan-out to one counting handler,
-  metrics).
+- decode: the watch's line splitting and the reflector's decoders on each chunk (for this
+  pod projection the lean decoders of ``dsctl.informer.watchdecode``: msgspec against the
+  projection's fields, so the projection is done here);
+- apply: the reflector's step on each chunk's events (store and index update, handler
+  fan-out to one counting handler, metrics);
+- replay: both together as the watch runs them, ``iter_event_batches`` over a response whose
+  body is the chunks, each batch applied: everything between the socket and the handlers.
 
 The cyclic GC is frozen after set-up, as the controller freezes its caches after the initial
 list. ``benchmarks/informer_sync.py``'s ``watch`` case measures the same path end to end over
-HTTP; this one says where its time goes.
+HTTP, with a fixture server on the other core.
 
 Usage: ``python benchmarks/informer_event_path.py [--pods 150000 --events 20000 --reps 5]``
 
 ``--trees before=DIR,after=DIR --rounds 3`` measures the dsctl of each source tree in turn, each
-in a fresh process, alternating, and prints every run's JSON. A tree from before the lean
-decoder (no ``Reflector._decode``) is driven through its own per-event path: orjson's
-``decode_event`` then the projection in ``_apply``.
+in a fresh process, alternating, and prints every run's JSON. Trees from the lean decoder on
+(``6406072``) are supported: one that decodes line by line is driven that way.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import json
 import sys
@@ -41,8 +44,10 @@ import orjson
 from informer_common import run_child
 from informer_objects import daemon_pod
 
+CHUNK_EVENTS = 64
 
-def measure(*, pods: int, events: int, reps: int, nodes: int) -> dict[str, Any]:
+
+def measure(*, pods: int, events: int, reps: int, nodes: int, lines_only: bool = False) -> dict[str, Any]:
     from prometheus_client import CollectorRegistry
 
     from dsctl.controller.cacheview import BY_TARGET_NODE, ORPHANS_BY_NAMESPACE, by_target_node, orphans_by_namespace
@@ -74,43 +79,87 @@ def measure(*, pods: int, events: int, reps: int, nodes: int) -> dict[str, Any]:
         pod["metadata"]["resourceVersion"] = str(10_000_000 + i)
         pod["status"]["conditions"][2]["status"] = "False" if i % 2 else "True"
         lines.append(orjson.dumps({"type": "MODIFIED", "object": pod}))
-    lean = hasattr(reflector, "_decode")
-    decode_event: Callable[[bytes], Any]
-    if lean:
-        decode_event = reflector._decode
+    # The stream as the watch receives it: chunks of whole lines (~65 events per read at this
+    # rate over HTTP, BENCHMARKS.md §12a).
+    chunks = [b"\n".join(lines[at:at + CHUNK_EVENTS]) + b"\n" for at in range(0, len(lines), CHUNK_EVENTS)]
+    decoders: Any = reflector._decode
+    line_decoder: Callable[[Any], Any]
+    if callable(decoders):  # the lean decoder, one line at a time (§12a, §12b)
+        line_decoder, run_decoder, generation = decoders, None, "lean-lines"
+    elif lines_only:  # this tree's lean line decoder, without its run decoder
+        line_decoder, run_decoder, generation = decoders.line, None, "lean-lines"
+    else:  # the lean decoder with a run decoder for a chunk's whole lines
+        line_decoder, run_decoder, generation = decoders.line, decoders.run, "lean-runs"
+    from dsctl.kube import watch
 
-        def apply(decoded: list[Any]) -> None:
-            for at in range(0, len(decoded), 50):  # about one chunk of the stream
-                reflector._apply(decoded[at:at + 50])
-    else:  # a tree from before: orjson's decode_event, then one event at a time
-        from dsctl.kube.watch import decode_event as full_decode
+    def decode(chunk: bytes) -> list[Any]:
+        out: list[Any] = []
+        if run_decoder is None:
+            watch._decode_lines(chunk, 0, line_decoder, out)
+        else:
+            watch._decode_lines(chunk, 0, line_decoder, out, run_decoder)
+        return out
 
-        decode_event = full_decode
-
-        def apply(decoded: list[Any]) -> None:
-            for event in decoded:
-                reflector._apply(event)
+    async def replay() -> None:
+        """The watch's own loop on the chunks: ``iter_event_batches``, then the reflector's step."""
+        options: dict[str, Any] = {"decode": line_decoder, "inactivity_timeout": None}
+        if run_decoder is not None:
+            options["decode_run"] = run_decoder
+        response: Any = _Response(chunks)
+        async for batch in watch.iter_event_batches(response, **options):
+            reflector._apply(batch)
 
     gc.collect()
     gc.freeze()
-    decode_best = apply_best = float("inf")
+    decode_best = apply_best = replay_best = replay_wall_best = float("inf")
     for _ in range(reps):
         started = time.process_time()
-        for line in lines:
-            decode_event(line)
+        for chunk in chunks:
+            decode(chunk)
         decode_best = min(decode_best, time.process_time() - started)
-        decoded = [decode_event(line) for line in lines]
+        batches = [decode(chunk) for chunk in chunks]
         started = time.process_time()
-        apply(decoded)
+        for batch in batches:
+            reflector._apply(batch)
         apply_best = min(apply_best, time.process_time() - started)
-        del decoded
-    assert applied[0] == events * reps
+        del batches
+        started, wall = time.process_time(), time.perf_counter()
+        asyncio.run(replay())
+        replay_best = min(replay_best, time.process_time() - started)
+        replay_wall_best = min(replay_wall_best, time.perf_counter() - wall)
+    assert applied[0] == events * reps * 2
     decode_us = decode_best / events * 1e6
     apply_us = apply_best / events * 1e6
-    return {"lean_decoder": lean, "pods": pods, "events": events, "reps": reps,
+    return {"decoder": generation, "pods": pods, "events": events, "reps": reps,
+            "chunk_events": CHUNK_EVENTS,
             "decode_us_per_event": round(decode_us, 2), "apply_us_per_event": round(apply_us, 2),
             "events_per_cpu_second": round(1e6 / (decode_us + apply_us)),
-            "apply_only_events_per_cpu_second": round(1e6 / apply_us)}
+            "apply_only_events_per_cpu_second": round(1e6 / apply_us),
+            "replay_events_per_second": round(events / replay_wall_best),
+            "replay_events_per_cpu_second": round(events / replay_best)}
+
+
+class _Content:
+    """The part of aiohttp's stream reader the watch reads: ``readany``, one chunk a call."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self._chunks = iter(chunks)
+
+    async def readany(self) -> bytes:
+        return next(self._chunks, b"")
+
+
+class _Response:
+    """A watch response whose body is ``chunks`` (the end of the stream after the last)."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.content = _Content(chunks)
+
+    def release(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 def main() -> None:
@@ -122,17 +171,24 @@ def main() -> None:
     parser.add_argument("--trees", help="NAME=DIR,...: measure each source tree in turn")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--tree", help=argparse.SUPPRESS)
+    parser.add_argument("--lines-only", action="store_true",
+                        help="decode line by line even where the tree has a run decoder")
+    parser.add_argument("--lines-only-trees", default="",
+                        help="NAME,...: with --trees, the trees to run with --lines-only")
     args = parser.parse_args()
     if args.tree:
         sys.path[:0] = [args.tree, str(Path(args.tree) / "dsctl-api")]
     if not args.trees:
-        print(json.dumps(measure(pods=args.pods, events=args.events, reps=args.reps, nodes=args.nodes)))
+        print(json.dumps(measure(pods=args.pods, events=args.events, reps=args.reps, nodes=args.nodes,
+                                 lines_only=args.lines_only)))
         return
+    lines_only = set(filter(None, args.lines_only_trees.split(",")))
     for _ in range(args.rounds):
         for name, tree in (item.split("=", 1) for item in args.trees.split(",")):
+            extra = ["--lines-only"] if name in lines_only else []
             result = run_child("informer_event_path.py", "--tree", tree, "--pods", str(args.pods),
                                "--nodes", str(args.nodes), "--events", str(args.events),
-                               "--reps", str(args.reps))
+                               "--reps", str(args.reps), *extra)
             print(json.dumps({"tree": name, **result}), flush=True)
 
 

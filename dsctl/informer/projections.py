@@ -47,6 +47,7 @@ __all__ = [
     "RESTART_COUNTS",
     "PodProjection",
     "SharedValues",
+    "affinity_of",
     "make_pod_projection",
     "project_node",
     "project_pod",
@@ -255,8 +256,9 @@ def _target_node(required: Any) -> str | None:
     return values[0]
 
 
-def _required_node_affinity(spec: Obj) -> Obj | None:
-    affinity = spec.get("affinity")
+def affinity_of(affinity: Any) -> Obj | None:
+    """The shared kept ``affinity`` of a pod whose ``spec.affinity`` is ``affinity`` (any
+    JSON value): its required node affinity, or None when there is none."""
     if affinity.__class__ is not dict:
         return None
     node_affinity = affinity.get("nodeAffinity")
@@ -306,7 +308,7 @@ class PodProjection:
             node = spec.get("nodeName")
             if node:
                 kept_spec["nodeName"] = _intern(node) if node.__class__ is _str else node
-            affinity = _required_node_affinity(spec)
+            affinity = affinity_of(spec.get("affinity"))
             if affinity is not None:
                 kept_spec["affinity"] = affinity
             out["spec"] = kept_spec

@@ -43,7 +43,7 @@ from dsctl.kube.errors import ApiError, ConnectionFailed, Gone, TooManyRequests
 from dsctl.kube.ratelimit import Backoff
 from dsctl.kube.resources import Resource
 from dsctl.kube.transport import gc_paused
-from dsctl.kube.watch import LineDecoder
+from dsctl.kube.watch import LineDecoder, RunDecoder
 
 __all__ = [
     "INITIAL_EVENTS_END",
@@ -107,6 +107,7 @@ class BatchListerWatcher(ListerWatcher, Protocol):
         res: Resource,
         *,
         decode: LineDecoder[_T],
+        decode_run: RunDecoder[_T] | None = None,
         namespace: str | None = None,
         resource_version: str | None = None,
         label_selector: str | None = None,
@@ -407,7 +408,8 @@ class Reflector:
             "inactivity_timeout": self.inactivity_timeout,
         }
         if isinstance(self.client, BatchListerWatcher):
-            return self.client.watch_batches(self.resource, decode=self._decode, **options)
+            return self.client.watch_batches(self.resource, decode=self._decode.line,
+                                             decode_run=self._decode.run, **options)
         return self._one_by_one(self.client.watch(self.resource, **options))
 
     async def _one_by_one(

@@ -88,7 +88,44 @@ def _reads_of(func: IndexFunc) -> _Reads | None:
     return reads if isinstance(reads, tuple) else None
 
 
+def _union(all_reads: list[_Reads | None]) -> _Reads | None:
+    """Every path any of the functions reads, or None if one of them declared nothing."""
+    grouped: dict[str, list[str] | None] = {}
+    for reads in all_reads:
+        if reads is None:
+            return None
+        for first, seconds in reads:
+            known = grouped.setdefault(first, [])
+            if seconds is None or known is None:
+                grouped[first] = None
+            else:
+                known.extend(second for second in seconds if second not in known)
+    return tuple((first, None if seconds is None else tuple(seconds))
+                 for first, seconds in grouped.items())
+
+
 _ABSENT: Any = object()
+
+
+def _same_inputs(old: Obj, new: Obj, reads: _Reads) -> bool:
+    """Whether every path holds the same object (or an equal string) in both versions. The
+    same object at a path's first key means the same value under it (cached objects are never
+    mutated); where it is not a dict, it is itself the value compared."""
+    for first, seconds in reads:
+        a = old.get(first, _ABSENT)
+        b = new.get(first, _ABSENT)
+        if a is b:
+            continue
+        if seconds is not None and a.__class__ is dict and b.__class__ is dict:
+            for second in seconds:
+                x = a.get(second, _ABSENT)
+                y = b.get(second, _ABSENT)
+                if x is not y and (x.__class__ is not str or x != y):
+                    return False
+            continue
+        if a.__class__ is not str or a != b:
+            return False
+    return True
 
 
 def object_key(obj: Mapping[str, Any]) -> str:
@@ -165,6 +202,8 @@ class Store:
         self._updaters = [
             (self._indexes[n], func, _reads_of(func)) for n, func in self._indexers.items()
         ]
+        # Checked first on every update: most (status) updates leave every index input alone.
+        self._every_read = _union([reads for _, _, reads in self._updaters])
         self._transform = transform
         self.resource_version: str = ""
         """The resourceVersion the store is known to be current at (list RV, then event RVs)."""
@@ -303,30 +342,14 @@ class Store:
     def _reindex(self, key: str, old: Obj, new: Obj) -> None:
         """Move ``key`` from ``old``'s index values to ``new``'s, touching only what changed
         (a pod update rarely changes its node or its owner). An index whose declared reads
-        hold the same objects in both versions is not even computed."""
+        hold the same objects in both versions is not even computed; when that holds for
+        every index, one pass over the union of their reads says so."""
+        every = self._every_read
+        if every is not None and _same_inputs(old, new, every):
+            return
         for index, func, reads in self._updaters:
-            if reads is not None:
-                # Inlined: this runs for every index on every cached update. The same object
-                # at a path's first key means the same value under it (cached objects are
-                # never mutated); where it is not a dict, it is itself the value compared.
-                for first, seconds in reads:
-                    a = old.get(first, _ABSENT)
-                    b = new.get(first, _ABSENT)
-                    if a is b:
-                        continue
-                    if seconds is not None and a.__class__ is dict and b.__class__ is dict:
-                        for second in seconds:
-                            x = a.get(second, _ABSENT)
-                            y = b.get(second, _ABSENT)
-                            if x is not y and (x.__class__ is not str or x != y):
-                                break
-                        else:
-                            continue
-                        break
-                    if a.__class__ is not str or a != b:
-                        break
-                else:
-                    continue  # every input is the same: so is the result
+            if reads is not None and _same_inputs(old, new, reads):
+                continue  # every input is the same: so is the result
             before = func(old)
             after = func(new)
             if before == after:

@@ -6,9 +6,10 @@ event (BENCHMARKS.md §12): the decoder built ~150 Python objects so that the pr
 keep ~20 of them. For a :class:`~dsctl.informer.projections.PodProjection`, this module decodes
 each line with msgspec against a schema of exactly the fields that projection reads; the parser
 skips everything else (containers, volumes, managedFields...) without building it. Labels,
-ownerReferences and the required node affinity, shared between pods by the projection anyway,
-are not even decoded when seen before: their raw JSON is looked up in a bounded alias table
-that names the projection's shared value.
+ownerReferences and the affinity, shared between pods by the projection anyway, are not even
+decoded when seen before: their raw JSON is looked up in a bounded alias table that names the
+projection's shared value. The whole lines of a received chunk are decoded in one call (msgspec's
+``decode_lines``); a chunk holding any line of another shape is decoded line by line instead.
 
 Contract, pinned by tests: for every line, the event decoded here equals what the general path
 gives, ``decode_event`` (orjson) then apiVersion/kind filled in then the projection. The schema
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, NamedTuple, TypedDict
 
 import msgspec
 import orjson
@@ -32,15 +33,15 @@ from dsctl.informer.projections import (
     RESTART_COUNTS,
     PodProjection,
     SharedValues,
+    affinity_of,
     ready_condition,
-    required_node_affinity,
     restart_counts,
     shared_labels,
     shared_owner_refs,
 )
-from dsctl.kube.watch import LineDecoder, decode_event
+from dsctl.kube.watch import LineDecoder, RunDecoder, decode_event
 
-__all__ = ["WatchEvent", "event_decoder", "general_decoder", "lean_pod_decoder"]
+__all__ = ["WatchDecoder", "WatchEvent", "event_decoder", "general_decoder", "lean_pod_decoder"]
 
 Obj = dict[str, Any]
 WatchEvent = tuple[str, Obj]
@@ -48,9 +49,9 @@ WatchEvent = tuple[str, Obj]
 kind filled in, transformed); a BOOKMARK's object is as received (its annotations matter)."""
 
 _intern = sys.intern
-_UNSET = msgspec.UNSET
-_NO_RAW = msgspec.Raw()
-_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_ABSENT = 0
+"""Default for a spec or status that is not there: falsy, and never a decoded value (those
+are dicts or None)."""
 
 
 def general_decoder(prepare: Callable[[Obj], Obj]) -> LineDecoder[WatchEvent]:
@@ -68,30 +69,20 @@ def general_decoder(prepare: Callable[[Obj], Obj]) -> LineDecoder[WatchEvent]:
 def event_decoder(
     transform: Callable[[Obj], Obj] | None, *, prepare: Callable[[Obj], Obj], api_version: str,
     kind: str,
-) -> LineDecoder[WatchEvent]:
-    """The fastest decoder that gives what ``prepare`` (fill in apiVersion/kind, then
-    ``transform``) gives: the lean one for a pod projection, else the general one."""
+) -> WatchDecoder:
+    """The fastest decoders that give what ``prepare`` (fill in apiVersion/kind, then
+    ``transform``) gives: the lean ones for a pod projection, else the general one."""
     general = general_decoder(prepare)
     if isinstance(transform, PodProjection):
         return lean_pod_decoder(transform, general=general, api_version=api_version, kind=kind)
-    return general
+    return WatchDecoder(general)
 
 
 # -- the schema: only what PodProjection reads --------------------------------------------
-
-
-class _NodeAffinity(msgspec.Struct, rename={"required": _REQUIRED}, gc=False):
-    required: msgspec.Raw = _NO_RAW
-
-
-class _Affinity(msgspec.Struct, gc=False):
-    nodeAffinity: _NodeAffinity | None = None
-
-
-class _Spec(msgspec.Struct, gc=False):
-    nodeName: str | None = None
-    affinity: _Affinity | None = None
-
+#
+# The pod, its spec and its status decode to dicts (TypedDicts) that become the cached dicts
+# once their few derived fields are swapped in: fewer objects built per event than structs
+# copied into fresh dicts.
 
 # Values from a closed set decode as Literals: msgspec hands out the one shared constant (what
 # interning would give) instead of allocating a string; any other value takes the general path.
@@ -115,15 +106,17 @@ class _ContainerStatus(msgspec.Struct, gc=False):
     restartCount: _Int64 | None = None
 
 
-class _Status(msgspec.Struct, gc=False):
-    phase: _Phase | None = None
-    conditions: list[_Condition] | None = None
-    containerStatuses: list[_ContainerStatus] | None = None
-
-
-# The functional TypedDict form, called through Any: the metadata schema depends on the
-# projection's kept annotations, whose names are not identifiers.
+# The functional TypedDict form, called through Any: some schemas depend on the projection
+# (kept annotations, whose names are not identifiers; the filled-in apiVersion and kind).
 _typed_dict: Any = TypedDict
+
+# spec.affinity is looked up by its raw JSON: a daemon pod's is the same for every pod on a node.
+_SPEC = _typed_dict("PodSpec", {"nodeName": str, "affinity": msgspec.Raw}, total=False)
+_STATUS = _typed_dict("PodStatus", {
+    "phase": _Phase | None,
+    "conditions": list[_Condition] | None,
+    "containerStatuses": list[_ContainerStatus] | None,
+}, total=False)
 
 
 def _metadata_schema(annotations: tuple[str, ...]) -> Any:
@@ -143,14 +136,14 @@ def _metadata_schema(annotations: tuple[str, ...]) -> Any:
 def _event_schema(metadata: Any, *, api_version: str, kind: str) -> Any:
     """An ADDED, MODIFIED or DELETED event of a pod of this apiVersion and kind (the types
     and names the informer fills in, so an object that names others takes the general path)."""
-    # gc=False: these instances live for one decode and never hold a cycle.
-    pod = msgspec.defstruct("Pod", [
-        ("apiVersion", Literal[api_version] | msgspec.UnsetType, _UNSET),
-        ("kind", Literal[kind] | msgspec.UnsetType, _UNSET),
-        ("metadata", metadata | None, None),
-        ("spec", _Spec | None, None),
-        ("status", _Status | None, None),
-    ], gc=False)
+    pod = _typed_dict("Pod", {
+        "apiVersion": Literal[api_version],
+        "kind": Literal[kind],
+        "metadata": metadata | None,
+        "spec": _SPEC | None,
+        "status": _STATUS | None,
+    }, total=False)
+    # gc=False: an event lives for one decode and never holds a cycle.
     return msgspec.defstruct(
         "PodEvent", [("type", Literal["ADDED", "MODIFIED", "DELETED"]), ("object", pod)], gc=False,
     )
@@ -163,7 +156,7 @@ class _RawAliases:
     """Raw JSON of a sub-object → the projection's shared value for it, so a repeated value
     (the labels of one DaemonSet revision, its ownerReferences, a node's target affinity) is
     neither decoded nor rehashed field by field. Equal bytes are an equal value, so the alias
-    is exact; the first sight decodes and asks the projection's own table."""
+    is exact; the first sight decodes and asks the projection's own function."""
 
     def __init__(self, canonical: Callable[[Any], Any]) -> None:
         self._canonical = canonical
@@ -182,22 +175,30 @@ class _RawAliases:
 
 _LABELS = _RawAliases(shared_labels)
 _OWNERS = _RawAliases(shared_owner_refs)
-_AFFINITY = _RawAliases(required_node_affinity)
+_AFFINITY = _RawAliases(affinity_of)
+
+
+class WatchDecoder(NamedTuple):
+    """The reflector's decoders: one line at a time, and optionally a run of lines at once
+    (see :data:`~dsctl.kube.watch.RunDecoder`); both give the same events."""
+
+    line: LineDecoder[WatchEvent]
+    run: RunDecoder[WatchEvent] | None = None
 
 
 def lean_pod_decoder(
     projection: PodProjection, *, general: LineDecoder[WatchEvent], api_version: str, kind: str,
-) -> LineDecoder[WatchEvent]:
-    """A decoder equal to ``general`` on every line (see the module docstring), that decodes
-    an ordinary pod event into its projection without materialising the rest of the pod."""
+) -> WatchDecoder:
+    """Decoders equal to ``general`` on every line (see the module docstring), that decode an
+    ordinary pod event into its projection without materialising the rest of the pod."""
     annotations = projection.keep_annotations
     filled_api_version = _intern(api_version)
     filled_kind = _intern(kind)
-    schema = _event_schema(_metadata_schema(annotations), api_version=filled_api_version,
-                           kind=filled_kind)
-    decode_line = msgspec.json.Decoder(schema).decode
+    decoder = msgspec.json.Decoder(_event_schema(
+        _metadata_schema(annotations), api_version=filled_api_version, kind=filled_kind))
+    decode_one = decoder.decode
+    decode_many = decoder.decode_lines
     intern = _intern
-    unset = _UNSET
     errors = (msgspec.DecodeError, orjson.JSONDecodeError)
     # Hits are read straight from the tables; a miss goes through the owner's function.
     labels, labels_miss = _LABELS.table.get, _LABELS.get
@@ -206,84 +207,91 @@ def lean_pod_decoder(
     ready, ready_miss = READY_CONDITIONS.table.get, ready_condition
     restarts, restarts_miss = RESTART_COUNTS.table.get, restart_counts
 
+    def project(event: Any) -> WatchEvent:
+        """PodProjection's rules, field by field, on the schema-decoded event, whose dicts
+        become the cached ones. The schema's Literals (apiVersion, kind, phase, condition
+        status) are shared constants already."""
+        pod: Obj = event.object
+        if "kind" not in pod:  # what the reflector does to an object without a kind
+            pod["apiVersion"] = filled_api_version
+            pod["kind"] = filled_kind
+        meta = pod.get("metadata")
+        if meta is None:
+            pod["metadata"] = {}
+        else:
+            if "name" not in meta:
+                meta["name"] = None
+            value = meta.get("namespace")
+            if value is not None:
+                meta["namespace"] = intern(value)
+            value = meta.get("creationTimestamp")
+            if value is not None:
+                meta["creationTimestamp"] = intern(value)
+            raw = meta.get("labels")
+            if raw is not None:
+                key = bytes(raw)
+                if (value := labels(key) or labels_miss(key)) is None:
+                    del meta["labels"]
+                else:
+                    meta["labels"] = value
+            raw = meta.get("ownerReferences")
+            if raw is not None:
+                key = bytes(raw)
+                if (value := owners(key) or owners_miss(key)) is None:
+                    del meta["ownerReferences"]
+                else:
+                    meta["ownerReferences"] = value
+            if annotations and "annotations" in meta and not meta["annotations"]:
+                del meta["annotations"]
+        spec = pod.get("spec", _ABSENT)
+        if spec is None:
+            del pod["spec"]
+        elif spec:
+            node = spec.get("nodeName")
+            if node:
+                spec["nodeName"] = intern(node)
+            elif node is not None:
+                del spec["nodeName"]  # ""
+            raw = spec.get("affinity")
+            if raw is not None:
+                key = bytes(raw)
+                if (value := affinities(key) or affinity_miss(key)) is None:
+                    del spec["affinity"]
+                else:
+                    spec["affinity"] = value
+        status = pod.get("status", _ABSENT)
+        if status is None:
+            del pod["status"]
+        elif status:
+            if "phase" in status and status["phase"] is None:
+                del status["phase"]
+            conditions = status.pop("conditions", None)
+            if conditions:
+                for cond in conditions:
+                    if cond.type == "Ready":
+                        state = (cond.status, cond.lastTransitionTime)
+                        status["conditions"] = ready(state) or ready_miss(*state)
+                        break
+            containers = status.pop("containerStatuses", None)
+            if containers:
+                pairs: tuple[tuple[Any, Any], ...]
+                if len(containers) == 1:  # a daemon pod's usual one container: no loop
+                    first = containers[0]
+                    pairs = () if first.name is None else ((first.name, first.restartCount),)
+                else:
+                    pairs = tuple([(c.name, c.restartCount) for c in containers
+                                   if c.name is not None])
+                status["containerStatuses"] = restarts(pairs) or restarts_miss(pairs)
+        return event.type, pod
+
     def decode(line: bytes | memoryview) -> WatchEvent:
-        """PodProjection's rules, field by field, on the schema-decoded event. The schema's
-        Literals (apiVersion, kind, phase, condition status) are shared constants already."""
         try:
-            event = decode_line(line)
-            pod = event.object
-            out: Obj = {}
-            if pod.kind is unset:  # what the reflector does to an object without a kind
-                out["apiVersion"] = filled_api_version
-                out["kind"] = filled_kind
-            else:
-                if pod.apiVersion is not unset:
-                    out["apiVersion"] = pod.apiVersion
-                out["kind"] = pod.kind
-            meta = pod.metadata
-            if meta is None:
-                out["metadata"] = {}
-            else:
-                if "name" not in meta:
-                    meta["name"] = None
-                value = meta.get("namespace")
-                if value is not None:
-                    meta["namespace"] = intern(value)
-                value = meta.get("creationTimestamp")
-                if value is not None:
-                    meta["creationTimestamp"] = intern(value)
-                raw = meta.get("labels")
-                if raw is not None:
-                    key = bytes(raw)
-                    if (value := labels(key) or labels_miss(key)) is None:
-                        del meta["labels"]
-                    else:
-                        meta["labels"] = value
-                raw = meta.get("ownerReferences")
-                if raw is not None:
-                    key = bytes(raw)
-                    if (value := owners(key) or owners_miss(key)) is None:
-                        del meta["ownerReferences"]
-                    else:
-                        meta["ownerReferences"] = value
-                if annotations and "annotations" in meta and not meta["annotations"]:
-                    del meta["annotations"]
-                out["metadata"] = meta
-            spec = pod.spec
-            if spec is not None:
-                kept: Obj = {}
-                if spec.nodeName:
-                    kept["nodeName"] = intern(spec.nodeName)
-                aff = spec.affinity
-                if aff is not None and (node_aff := aff.nodeAffinity) is not None and node_aff.required:
-                    key = bytes(node_aff.required)
-                    if (value := affinities(key) or affinity_miss(key)) is not None:
-                        kept["affinity"] = value
-                out["spec"] = kept
-            status = pod.status
-            if status is not None:
-                kept = {}
-                if status.phase is not None:
-                    kept["phase"] = status.phase
-                if status.conditions:
-                    for cond in status.conditions:
-                        if cond.type == "Ready":
-                            state = (cond.status, cond.lastTransitionTime)
-                            kept["conditions"] = ready(state) or ready_miss(*state)
-                            break
-                containers = status.containerStatuses
-                if containers:
-                    pairs: tuple[tuple[Any, Any], ...]
-                    if len(containers) == 1:  # a daemon pod's usual one container: no loop
-                        first = containers[0]
-                        pairs = () if first.name is None else ((first.name, first.restartCount),)
-                    else:
-                        pairs = tuple([(c.name, c.restartCount) for c in containers
-                                       if c.name is not None])
-                    kept["containerStatuses"] = restarts(pairs) or restarts_miss(pairs)
-                out["status"] = kept
-            return event.type, out
+            return project(decode_one(line))
         except errors:
             return general(line)  # not the ordinary shape (or not JSON): the general path decides
 
-    return decode
+    def decode_run(lines: memoryview) -> list[WatchEvent]:
+        # Any line that is not the ordinary shape fails the whole run, which then goes line by line.
+        return [project(event) for event in decode_many(lines)]
+
+    return WatchDecoder(decode, decode_run)

@@ -21,7 +21,13 @@ from dsctl.kube.metrics import client_metrics
 from dsctl.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket
 from dsctl.kube.resources import Resource
 from dsctl.kube.transport import Query, RetryPolicy, Transport
-from dsctl.kube.watch import DEFAULT_MAX_EVENT_BYTES, LineDecoder, iter_event_batches, iter_events
+from dsctl.kube.watch import (
+    DEFAULT_MAX_EVENT_BYTES,
+    LineDecoder,
+    RunDecoder,
+    iter_event_batches,
+    iter_events,
+)
 
 if TYPE_CHECKING:
     import aiohttp
@@ -235,6 +241,7 @@ class KubeClient:
         res: Resource,
         *,
         decode: LineDecoder[_T],
+        decode_run: RunDecoder[_T] | None = None,
         namespace: str | None = None,
         resource_version: str | None = None,
         label_selector: str | None = None,
@@ -246,8 +253,10 @@ class KubeClient:
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> AsyncGenerator[builtins.list[_T], None]:
         """:meth:`watch`, yielding each received chunk's events as one list, every line
-        decoded by ``decode`` (see :data:`~dsctl.kube.watch.LineDecoder`): the informers' path,
-        one await per chunk instead of per event. Errors and the end of the stream are as for
+        decoded by ``decode`` (see :data:`~dsctl.kube.watch.LineDecoder`), or all of a chunk's
+        whole lines in one call to ``decode_run`` when given (see
+        :data:`~dsctl.kube.watch.RunDecoder`): the informers' path, one await per chunk
+        instead of per event. Errors and the end of the stream are as for
         :meth:`watch`; the events before an in-stream error are yielded before it is raised."""
         response = await self._open_watch(
             res, namespace=namespace, resource_version=resource_version,
@@ -256,7 +265,7 @@ class KubeClient:
             send_initial_events=send_initial_events,
         )
         async for batch in iter_event_batches(
-            response, decode=decode, inactivity_timeout=inactivity_timeout,
+            response, decode=decode, decode_run=decode_run, inactivity_timeout=inactivity_timeout,
             max_event_bytes=max_event_bytes,
         ):
             yield batch

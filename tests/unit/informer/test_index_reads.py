@@ -203,6 +203,38 @@ def test_undeclared_index_is_always_computed() -> None:
 
 
 @pytest.mark.parametrize(
+    ("change", "node_calls", "owner_calls"),
+    [
+        pytest.param({}, 0, 0, id="status-only-skips-both"),
+        pytest.param({"node": "n2"}, 2, 0, id="node-changed"),
+        pytest.param({"owners": _owners("u2")}, 0, 2, id="owners-changed"),
+        pytest.param({"node": "n2", "owners": _owners("u2")}, 2, 2, id="both-changed"),
+    ],
+)
+def test_each_index_is_judged_by_its_own_reads(
+    change: dict[str, Any], node_calls: int, owner_calls: int
+) -> None:
+    """With several declared indexes, an update computes exactly those whose reads changed."""
+    by_node, by_owner = _Counting(), _Counting()
+    store = Store(indexers={"node": index_reads("spec.nodeName")(by_node),
+                            "owner": index_reads("metadata.ownerReferences")(by_owner)})
+    store.upsert(_pod(node="n1", owners=SHARED_OWNERS), prepared=True)
+    by_node.calls = by_owner.calls = 0
+    after = {"node": "n1", "owners": SHARED_OWNERS, **change}
+    store.upsert(_pod(node=after["node"], owners=after["owners"], phase="Failed"), prepared=True)
+    assert (by_node.calls, by_owner.calls) == (node_calls, owner_calls)
+
+
+def test_an_undeclared_index_does_not_stop_the_others_skipping() -> None:
+    """One index without declared reads runs on every update; a declared one still skips."""
+    declared, undeclared = _Counting(), _Counting()
+    store = Store(indexers={"declared": index_reads("spec.nodeName")(declared), "undeclared": undeclared})
+    store.upsert(_pod(node="n1"), prepared=True)
+    store.upsert(_pod(node="n1", phase="Failed"), prepared=True)
+    assert (declared.calls, undeclared.calls) == (1, 3)
+
+
+@pytest.mark.parametrize(
     "path",
     [pytest.param("", id="empty"), pytest.param("a.b.c", id="three-keys"),
      pytest.param("spec.", id="empty-key")],

@@ -69,18 +69,24 @@ def _prepare(obj: Obj) -> Obj:
 
 
 GENERAL = general_decoder(_prepare)
-LEAN = event_decoder(PROJECT, prepare=_prepare, api_version="v1", kind="Pod")
+LEAN = event_decoder(PROJECT, prepare=_prepare, api_version="v1", kind="Pod").line
 
 
 def _must_not_fall_back(line: bytes | memoryview) -> WatchEvent:
     raise AssertionError(f"fell back to the general path: {bytes(line)[:80]!r}")
 
 
-STRICT = lean_pod_decoder(PROJECT, general=_must_not_fall_back, api_version="v1", kind="Pod")
+STRICT_DECODER = lean_pod_decoder(PROJECT, general=_must_not_fall_back, api_version="v1", kind="Pod")
+STRICT = STRICT_DECODER.line
 
 
 def _line(obj: Any, kind: str = "MODIFIED") -> bytes:
     return orjson.dumps({"type": kind, "object": obj})
+
+
+def _status(code: int, reason: str) -> Obj:
+    return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code,
+            "reason": reason, "message": f"{reason} happened"}
 
 
 def _with(path: str, value: Any) -> Obj:
@@ -208,6 +214,50 @@ def test_ordinary_pods_take_the_lean_path(pod: Obj) -> None:
     assert STRICT(_line(pod)) == GENERAL(_line(pod))
 
 
+def test_a_run_of_ordinary_lines_decodes_as_each_line() -> None:
+    """A chunk's whole lines decode in one call to exactly the events of each line; blank
+    (keep-alive) lines are skipped."""
+    pods = [POD, {"metadata": {"name": "p", "namespace": "d"}}, _with("status", {"phase": "Pending"}),
+            _with("spec.affinity", ...), _with("metadata.labels", {})]
+    lines = [_line(pod, kind) for pod in pods for kind in ("ADDED", "MODIFIED", "DELETED")]
+    run = b"\n".join(lines) + b"\n\n  \r\n"
+    assert STRICT_DECODER.run is not None
+    assert STRICT_DECODER.run(memoryview(run)) == [GENERAL(line) for line in lines]
+
+
+@pytest.mark.parametrize("pod", SHAPES)
+def test_a_run_holding_any_shape_decodes_alike_or_refuses(pod: Obj) -> None:
+    """A run either decodes to the general path's events or raises (the watch then decodes
+    its lines one by one): it never returns anything else."""
+    lines = [_line(POD), _line(pod), _line(_with("metadata.name", "agent-8"))]
+    run = memoryview(b"\n".join(lines) + b"\n")
+    assert STRICT_DECODER.run is not None
+    try:
+        expected = [GENERAL(line) for line in lines]
+    except ConnectionFailed:
+        with pytest.raises(Exception):  # noqa: B017 - any refusal will do
+            STRICT_DECODER.run(run)
+        return
+    try:
+        got = STRICT_DECODER.run(run)
+    except Exception:  # a refusal is allowed
+        return
+    assert got == expected
+
+
+@pytest.mark.parametrize("line", [
+    pytest.param(_line(_status(410, "Expired"), "ERROR"), id="error"),
+    pytest.param(_line({"kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": "9"}},
+                       "BOOKMARK"), id="bookmark"),
+    pytest.param(b"not json", id="not-json"),
+])
+def test_a_run_with_a_line_the_lean_path_does_not_own_refuses(line: bytes) -> None:
+    """ERROR events, bookmarks and malformed lines are the line decoder's to decide."""
+    assert STRICT_DECODER.run is not None
+    with pytest.raises(Exception):  # noqa: B017 - any refusal will do
+        STRICT_DECODER.run(memoryview(_line(POD) + b"\n" + line + b"\n"))
+
+
 def test_shared_values_are_the_projections() -> None:
     """Labels, owners, affinity and Ready decoded lean are the very objects the list path caches."""
     listed = PROJECT(copy.deepcopy(POD))
@@ -228,11 +278,6 @@ def test_bookmark_keeps_its_annotations() -> None:
     bookmark = {"kind": "Pod", "apiVersion": "v1", "metadata": {
         "resourceVersion": "9", "annotations": {"k8s.io/initial-events-end": "true"}}}
     assert LEAN(_line(bookmark, "BOOKMARK")) == ("BOOKMARK", bookmark)
-
-
-def _status(code: int, reason: str) -> Obj:
-    return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code,
-            "reason": reason, "message": f"{reason} happened"}
 
 
 @pytest.mark.parametrize(("line", "error"), [
@@ -282,8 +327,9 @@ def test_other_transforms_use_the_general_path() -> None:
         seen.append(obj)
         return project_node(obj)
 
-    decode: Callable[[bytes], WatchEvent] = event_decoder(
-        project_node, prepare=prepare, api_version="v1", kind="Node")
+    decoders = event_decoder(project_node, prepare=prepare, api_version="v1", kind="Node")
+    assert decoders.run is None  # every chunk goes line by line
+    decode: Callable[[bytes], WatchEvent] = decoders.line
     node = {"kind": "Node", "apiVersion": "v1", "metadata": {"name": "n", "uid": "u"},
             "status": {"capacity": {"cpu": "4"}}}
     assert decode(_line(node)) == ("MODIFIED", project_node(node))

@@ -210,3 +210,64 @@ async def test_batches_refuse_an_endless_line(server: FakeServer, client: KubeCl
     with pytest.raises(ApiError, match="larger than 1000 bytes"):
         await _collect_batches(client.watch_batches(
             NODES, decode=decode_event, resource_version="1", max_event_bytes=1000))
+
+
+class _RunDecoder:
+    """Decodes a run of whole lines with decode_event, refusing any run that holds a line it
+    does not own (anything but MODIFIED), as the informer's lean decoder refuses; records
+    every run it is handed."""
+
+    def __init__(self) -> None:
+        self.runs: list[bytes] = []
+
+    def __call__(self, lines: memoryview) -> list[dict[str, Any]]:
+        data = bytes(lines)
+        self.runs.append(data)
+        events = [decode_event(line) for line in data.split(b"\n") if line.strip()]
+        if any(event["type"] != "MODIFIED" for event in events):
+            raise ValueError("not a run of MODIFIED events")
+        return events
+
+
+@pytest.mark.parametrize("chunk", [pytest.param(None, id="whole"), pytest.param(5, id="5-byte-chunks"),
+                                   pytest.param(300, id="300-byte-chunks")])
+async def test_runs_of_whole_lines_decode_in_one_call(
+    server: FakeServer, client: KubeClient, chunk: int | None
+) -> None:
+    """With a run decoder, a chunk's whole lines go to it in one call: only whole lines, each
+    ending in a newline, and every event still arrives once and in order."""
+    lines = [event_line("MODIFIED", _node(f"n{i}", str(i))) for i in range(20)]
+    body = b"\n".join(lines[:10]) + b"\r\n  \n" + b"".join(lines[10:]).rstrip(b"\n")
+    server.queue("GET", "/api/v1/nodes", stream(body, chunk=chunk))
+    runs = _RunDecoder()
+    batches = await _collect_batches(client.watch_batches(
+        NODES, decode=decode_event, decode_run=runs, resource_version="1"))
+    assert [name for batch in _names(batches) for name in batch] == [f"n{i}" for i in range(20)]
+    assert runs.runs and all(run.endswith(b"\n") for run in runs.runs)
+    assert all(decode_event(line) for run in runs.runs for line in run.split(b"\n") if line.strip())
+    if chunk is None:
+        assert len(runs.runs) == 1  # one chunk: one call, the unterminated last line aside
+
+
+@pytest.mark.parametrize(("bad", "error"), [
+    pytest.param(event_line("ERROR", status_body(410, "Expired", "too old")), Gone, id="in-stream-410"),
+    pytest.param(b"{not json\n", ConnectionFailed, id="malformed"),
+])
+async def test_a_refused_run_decodes_line_by_line(
+    server: FakeServer, client: KubeClient, bad: bytes, error: type[Exception]
+) -> None:
+    """A run the run decoder refuses is decoded line by line: the events before the bad line
+    come out, then the line decoder's error; none after."""
+    lines = event_line("MODIFIED", _node("a", "2")) + event_line("MODIFIED", _node("b", "3")) + bad
+    lines += event_line("MODIFIED", _node("c", "4"))
+    server.queue("GET", "/api/v1/nodes", stream(lines))
+    runs = _RunDecoder()
+    seen: list[list[dict[str, Any]]] = []
+    with pytest.raises(error):
+        async with contextlib.aclosing(client.watch_batches(
+            NODES, decode=decode_event, decode_run=runs, resource_version="1")
+        ) as batches:
+            async for batch in batches:
+                seen.append(batch)
+    assert _names(seen) == [["a", "b"]]
+    assert len(runs.runs) == 1
