@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime
 import itertools
 import os
 import statistics
@@ -182,7 +183,8 @@ async def controller_phase(args: argparse.Namespace, label: str, extra: list[str
     async with SimProcess(nodes=args.nodes, args=sim_args(args.pod_startup_seconds), startup_timeout=300) as sim:
         launched = time.monotonic()
         stats = RESULTS / f"{NAME}-{label}.prof" if args.cprofile else None
-        async with controller(sim.kubeconfig, *extra, cprofile_to=stats) as ctl:
+        verbosity = ["--log-level", "debug"] if args.timeline else []
+        async with controller(sim.kubeconfig, *extra, *verbosity, cprofile_to=stats) as ctl:
             assert ctl.proc is not None
             pid = ctl.proc.pid
 
@@ -253,12 +255,63 @@ async def controller_phase(args: argparse.Namespace, label: str, extra: list[str
         "rate_limiter_wait_seconds": round(histogram(metrics, "rest_client_rate_limiter_duration_seconds")["sum"], 3),
         "metrics_bytes": len(metrics), "curves_percent_to_seconds": curves,
     }
+    if args.timeline:
+        out["timeline"] = sync_timeline(records, ctl.logs)
     if hot:
         out["profile"] = hot
     if costs:
         out["cprofile"] = costs
     log(label, **{k: out[k] for k in ("all_created_seconds", "all_ready_seconds", "controller_cpu_seconds")})
     return out
+
+
+def sync_timeline(records: list[dict[str, Any]], logs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each acting sync against the sim's clock of the controller's creates: how long it planned
+    before its first create, how long it created, how long it ran after its last create, and
+    the gap to the next sync; medians and sums over the creating syncs.
+
+    Both clocks are this machine's wall clock: the sim logs requests with ``time.time()``, the
+    controller stamps its log lines in UTC; a sync's start is its end minus its duration."""
+    creates = sorted(r["time"] for r in records
+                     if r["verb"] == "create" and r["resource"] == "pods" and not r["subresource"]
+                     and r["code"] == 201 and str(r["user_agent"]).startswith("dsctl/"))
+    syncs = []
+    for entry in logs:
+        if entry.get("event") != "sync" or "duration_ms" not in entry:
+            continue
+        end = datetime.datetime.fromisoformat(str(entry["timestamp"]).replace("Z", "+00:00")).timestamp()
+        syncs.append({"start": end - float(entry["duration_ms"]) / 1000, "end": end,
+                      "planned_nodes": entry.get("planned_nodes"), "creates": entry.get("creates", 0),
+                      "status_only": entry.get("status_only")})
+    syncs.sort(key=lambda sync: sync["start"])
+    rows = []
+    for at, sync in enumerate(syncs):
+        mine = [t for t in creates if sync["start"] <= t <= sync["end"]]
+        gap = syncs[at + 1]["start"] - sync["end"] if at + 1 < len(syncs) else None
+        row = {"creates": sync["creates"], "planned_nodes": sync["planned_nodes"],
+               "status_only": sync["status_only"],
+               "seconds": round(sync["end"] - sync["start"], 4),
+               "gap_to_next": None if gap is None else round(gap, 4)}
+        if mine:
+            row.update(before_first_create=round(mine[0] - sync["start"], 4),
+                       creating=round(mine[-1] - mine[0], 4), after_last_create=round(sync["end"] - mine[-1], 4))
+        rows.append(row)
+    creating = [row for row in rows if "creating" in row]
+
+    def total(name: str) -> float:
+        return round(sum(float(row[name]) for row in creating), 3)
+
+    def median(name: str) -> float | None:
+        return round(statistics.median(row[name] for row in creating), 4) if creating else None
+
+    return {
+        "syncs": len(rows), "creating_syncs": len(creating),
+        "window_seconds": round(creates[-1] - creates[0], 3) if creates else None,
+        "sum_seconds": {name: total(name) for name in ("before_first_create", "creating", "after_last_create")},
+        "median_seconds": {name: median(name) for name in ("before_first_create", "creating", "after_last_create")},
+        "gaps_after_creating_syncs_seconds": round(sum(row["gap_to_next"] or 0 for row in creating), 3),
+        "syncs_detail": rows,
+    }
 
 
 def top_events(logs: list[dict[str, Any]], *, top: int = 5) -> dict[str, int]:
@@ -407,6 +460,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1,
                         help="repeat every phase this many times; the JSON keeps a summary and the median ratio")
     parser.add_argument("--timeout", type=float, default=600.0, help="per-phase wait ceiling, seconds")
+    parser.add_argument("--timeline", action="store_true",
+                        help="controller phases log at debug level, and the JSON gets each sync's "
+                             "planning, creating and tail time against the sim's create log")
     args = parser.parse_args()
     write_result(NAME, asyncio.run(run(args)))
 

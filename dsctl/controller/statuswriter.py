@@ -65,8 +65,13 @@ class StatusWriter:
 
     def wrote_within(self, key: str, seconds: float) -> bool:
         """Whether this process wrote ``key``'s status less than ``seconds`` ago."""
+        age = self.age(key)
+        return age is not None and age < seconds
+
+    def age(self, key: str) -> float | None:
+        """Seconds since this process last wrote ``key``'s status; None if it never did."""
         at = self._written_at.get(key)
-        return at is not None and self._monotonic() - at < seconds
+        return None if at is None else self._monotonic() - at
 
     def freshest(self, key: str, cached: Obj) -> Obj:
         """The cached DaemonSet, or the one our last status write returned if the cache lags it."""

@@ -55,7 +55,7 @@ class Clock:
 class Rig:
     """A syncer on stores the test fills, writing to a fake API that mirrors pods back into the store."""
 
-    def __init__(self, *, nodes: int) -> None:
+    def __init__(self, *, nodes: int, burst: int = 250) -> None:
         self.fake = FakeClient()
         self.registry = CollectorRegistry()
         self.clock = Clock()
@@ -76,7 +76,7 @@ class Rig:
                                  changes=self.changes, join_order=JoinOrder())
         status = StatusWriter(client=self.fake.as_client(), resource=DAEMONSETS, signals=signals,
                               progress=ProgressTracker(recorder=recorder, registry=None), metrics=StatusMetrics(None),
-                              on_written=lambda key, obj: None, wall=lambda: T0)
+                              on_written=lambda key, obj: None, wall=lambda: T0, monotonic=self.clock)
         pods = PodWriter(client=self.fake.as_client(), expectations=self.state.expectations, recorder=recorder,
                          signals=signals)
         executor = SyncExecutor(client=self.fake.as_client(), resource=DAEMONSETS, recorder=recorder, signals=signals,
@@ -86,7 +86,7 @@ class Rig:
                              view=CacheView(nodes=ReadOnlyStore(self.nodes), pods=ReadOnlyStore(self.pods),
                                             revisions=ReadOnlyStore(self.revisions)),
                              pods=ReadOnlyStore(self.pods), state=self.state, executor=executor, status=status,
-                             signals=signals, metrics=PlanMetrics(self.registry), global_burst=250,
+                             signals=signals, metrics=PlanMetrics(self.registry), global_burst=burst,
                              priority_of=lambda ds: 0, wall=lambda: T0, monotonic=self.clock, recount_seconds=300.0)
 
     def add_node(self, name: str, *, noted: bool = True) -> None:
@@ -99,6 +99,11 @@ class Rig:
     async def sync(self) -> Any:
         """One sync, then what an informer would show: the pods and revisions created, each noted."""
         outcome = await self.syncer.sync(KEY)
+        self.observe()
+        return outcome
+
+    def observe(self) -> None:
+        """What an informer would show of the API now: new pods and revisions, each noted."""
         for (label, _ns, _name), obj in list(self.fake.objects.items()):
             if label == PODS.label and self.pods.get(f"default/{obj['metadata']['name']}") is None:
                 self.pods.upsert(obj)
@@ -107,7 +112,6 @@ class Rig:
             elif label.endswith("controllerrevisions") and self.revisions.get(
                     f"default/{obj['metadata']['name']}") is None:
                 self.revisions.upsert(obj)
-        return outcome
 
     def metric(self, name: str, **labels: str) -> float:
         return self.registry.get_sample_value(name, labels) or 0.0
@@ -152,3 +156,44 @@ async def test_a_deleted_daemonset_forgets_its_table() -> None:
     rig.daemonsets.upsert(make_ds())
     await rig.sync()
     assert rig.metric("dsctl_sync_plans_total", mode="full") == 2
+
+
+async def test_a_sync_waits_for_its_creates_while_the_status_is_fresh() -> None:
+    """Creates in flight and a status written under a second ago: the sync is put off until the
+    status is due, writing nothing and keeping the changes; once observed, the next sync acts."""
+    rig = Rig(nodes=5, burst=2)
+    await rig.syncer.sync(KEY)  # creates 2 (the burst), writes status; nothing observed yet
+    writes = len(rig.fake.calls)
+    rig.add_node("n9")
+    rig.clock.now += 0.4
+    outcome = await rig.syncer.sync(KEY)
+    assert isinstance(outcome, Done)
+    assert outcome.requeue_after is not None and abs(outcome.requeue_after - 0.6) < 1e-9
+    assert len(rig.fake.calls) == writes
+    assert rig.metric("dsctl_sync_deferred_total") == 1
+    assert rig.changes.take(KEY) == frozenset({"n9"})  # still there for the sync that plans it
+    rig.changes.node_changed("n9")
+    rig.observe()
+    await rig.sync()
+    assert rig.pods_on() == ["n0", "n1", "n2", "n3"]
+    assert rig.metric("dsctl_sync_deferred_total") == 1
+
+
+async def test_a_due_status_or_a_new_spec_is_not_put_off() -> None:
+    """Creates still in flight, but the status is a second old, or the spec changed: sync now."""
+    rig = Rig(nodes=5, burst=2)
+    await rig.syncer.sync(KEY)
+    rig.clock.now += 1.0
+    await rig.syncer.sync(KEY)
+    assert rig.metric("dsctl_sync_deferred_total") == 0
+
+    rig = Rig(nodes=5, burst=2)
+    await rig.syncer.sync(KEY)
+    changed = make_ds()
+    changed["metadata"]["generation"] = 2
+    changed["spec"]["template"]["metadata"]["labels"]["tier"] = "new"
+    rig.daemonsets.upsert(changed)
+    rig.clock.now += 0.1
+    await rig.syncer.sync(KEY)
+    assert rig.metric("dsctl_sync_deferred_total") == 0
+    assert rig.metric("dsctl_sync_plans_total", mode="full") == 2  # the new spec was planned
