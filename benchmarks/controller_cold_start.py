@@ -294,7 +294,8 @@ def sync_timeline(records: list[dict[str, Any]], logs: list[dict[str, Any]]) -> 
                "gap_to_next": None if gap is None else round(gap, 4)}
         if mine:
             row.update(before_first_create=round(mine[0] - sync["start"], 4),
-                       creating=round(mine[-1] - mine[0], 4), after_last_create=round(sync["end"] - mine[-1], 4))
+                       creating=round(mine[-1] - mine[0], 4), after_last_create=round(sync["end"] - mine[-1], 4),
+                       stalls_while_creating=stalls(mine)["total_seconds"])
         rows.append(row)
     creating = [row for row in rows if "creating" in row]
 
@@ -307,7 +308,8 @@ def sync_timeline(records: list[dict[str, Any]], logs: list[dict[str, Any]]) -> 
     return {
         "syncs": len(rows), "creating_syncs": len(creating),
         "window_seconds": round(creates[-1] - creates[0], 3) if creates else None,
-        "sum_seconds": {name: total(name) for name in ("before_first_create", "creating", "after_last_create")},
+        "sum_seconds": {name: total(name) for name in ("before_first_create", "creating", "after_last_create",
+                                                       "stalls_while_creating")},
         "median_seconds": {name: median(name) for name in ("before_first_create", "creating", "after_last_create")},
         "gaps_after_creating_syncs_seconds": round(sum(row["gap_to_next"] or 0 for row in creating), 3),
         "syncs_detail": rows,
