@@ -227,6 +227,8 @@ def lean_pod_decoder(
             value = meta.get("creationTimestamp")
             if value is not None:
                 meta["creationTimestamp"] = intern(value)
+            # Labels, owners and the affinity alias alike; written out three times, since a
+            # helper call per field is a tenth of a microsecond on every event.
             raw = meta.get("labels")
             if raw is not None:
                 key = bytes(raw)

@@ -152,6 +152,23 @@ async def _collect_batches(gen: Any) -> list[list[dict[str, Any]]]:
         return [batch async for batch in batches]
 
 
+class _RunDecoder:
+    """Decodes a run of whole lines with decode_event, refusing any run that holds a line it
+    does not own (anything but MODIFIED), as the informer's lean decoder refuses; records
+    every run it is handed."""
+
+    def __init__(self) -> None:
+        self.runs: list[bytes] = []
+
+    def __call__(self, lines: memoryview) -> list[dict[str, Any]]:
+        data = bytes(lines)
+        self.runs.append(data)
+        events = [decode_event(line) for line in data.split(b"\n") if line.strip()]
+        if any(event["type"] != "MODIFIED" for event in events):
+            raise ValueError("not a run of MODIFIED events")
+        return events
+
+
 async def test_batches_hold_a_chunk_of_events(server: FakeServer, client: KubeClient) -> None:
     """watch_batches yields the events of one received chunk together, decoded by the caller's decoder."""
     lines = b"".join(event_line("MODIFIED", _node(n, str(i))) for i, n in enumerate("abc", 2))
@@ -187,21 +204,26 @@ async def test_batches_rejoin_lines_split_across_chunks(
     pytest.param(event_line("ERROR", status_body(410, "Expired", "too old")), Gone, id="in-stream-410"),
     pytest.param(b"{not json\n", ConnectionFailed, id="malformed"),
 ])
+@pytest.mark.parametrize("with_runs", [pytest.param(False, id="line-decoder"),
+                                       pytest.param(True, id="refused-run")])
 async def test_events_before_an_error_in_the_same_chunk_are_yielded_first(
-    server: FakeServer, client: KubeClient, bad: bytes, error: type[Exception]
+    server: FakeServer, client: KubeClient, bad: bytes, error: type[Exception], with_runs: bool
 ) -> None:
-    """An error line inside a chunk: the events before it come out, then the error; none after."""
+    """An error line inside a chunk: the events before it come out, then the error; none after.
+    A run decoder refuses that chunk, and its lines are decoded one by one with the same result."""
     lines = event_line("MODIFIED", _node("a", "2")) + event_line("MODIFIED", _node("b", "3")) + bad
     lines += event_line("MODIFIED", _node("c", "4"))
     server.queue("GET", "/api/v1/nodes", stream(lines))
+    runs = _RunDecoder() if with_runs else None
     seen: list[list[dict[str, Any]]] = []
     with pytest.raises(error):
         async with contextlib.aclosing(
-            client.watch_batches(NODES, decode=decode_event, resource_version="1")
+            client.watch_batches(NODES, decode=decode_event, decode_run=runs, resource_version="1")
         ) as batches:
             async for batch in batches:
                 seen.append(batch)
     assert _names(seen) == [["a", "b"]]
+    assert runs is None or len(runs.runs) == 1
 
 
 async def test_batches_refuse_an_endless_line(server: FakeServer, client: KubeClient) -> None:
@@ -210,23 +232,6 @@ async def test_batches_refuse_an_endless_line(server: FakeServer, client: KubeCl
     with pytest.raises(ApiError, match="larger than 1000 bytes"):
         await _collect_batches(client.watch_batches(
             NODES, decode=decode_event, resource_version="1", max_event_bytes=1000))
-
-
-class _RunDecoder:
-    """Decodes a run of whole lines with decode_event, refusing any run that holds a line it
-    does not own (anything but MODIFIED), as the informer's lean decoder refuses; records
-    every run it is handed."""
-
-    def __init__(self) -> None:
-        self.runs: list[bytes] = []
-
-    def __call__(self, lines: memoryview) -> list[dict[str, Any]]:
-        data = bytes(lines)
-        self.runs.append(data)
-        events = [decode_event(line) for line in data.split(b"\n") if line.strip()]
-        if any(event["type"] != "MODIFIED" for event in events):
-            raise ValueError("not a run of MODIFIED events")
-        return events
 
 
 @pytest.mark.parametrize("chunk", [pytest.param(None, id="whole"), pytest.param(5, id="5-byte-chunks"),
@@ -247,27 +252,3 @@ async def test_runs_of_whole_lines_decode_in_one_call(
     assert all(decode_event(line) for run in runs.runs for line in run.split(b"\n") if line.strip())
     if chunk is None:
         assert len(runs.runs) == 1  # one chunk: one call, the unterminated last line aside
-
-
-@pytest.mark.parametrize(("bad", "error"), [
-    pytest.param(event_line("ERROR", status_body(410, "Expired", "too old")), Gone, id="in-stream-410"),
-    pytest.param(b"{not json\n", ConnectionFailed, id="malformed"),
-])
-async def test_a_refused_run_decodes_line_by_line(
-    server: FakeServer, client: KubeClient, bad: bytes, error: type[Exception]
-) -> None:
-    """A run the run decoder refuses is decoded line by line: the events before the bad line
-    come out, then the line decoder's error; none after."""
-    lines = event_line("MODIFIED", _node("a", "2")) + event_line("MODIFIED", _node("b", "3")) + bad
-    lines += event_line("MODIFIED", _node("c", "4"))
-    server.queue("GET", "/api/v1/nodes", stream(lines))
-    runs = _RunDecoder()
-    seen: list[list[dict[str, Any]]] = []
-    with pytest.raises(error):
-        async with contextlib.aclosing(client.watch_batches(
-            NODES, decode=decode_event, decode_run=runs, resource_version="1")
-        ) as batches:
-            async for batch in batches:
-                seen.append(batch)
-    assert _names(seen) == [["a", "b"]]
-    assert len(runs.runs) == 1
