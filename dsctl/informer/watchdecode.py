@@ -16,7 +16,13 @@ gives, ``decode_event`` (orjson) then apiVersion/kind filled in then the project
 is strict: a null, or a value of a type the API never sends, fails validation, and so does a
 syntax error; every such line, and every event that is not ADDED, MODIFIED or DELETED, goes
 through the general path. Unusual lines cost what they cost before and are decoded identically;
-ERROR events and malformed lines raise exactly what ``decode_event`` raises.
+ERROR events and malformed lines raise exactly what ``decode_event`` raises. Two exceptions,
+both about bytes no API server sends (Go's encoder writes valid UTF-8, finite numbers and one
+event per line): the fields skipped are scanned, not validated, so invalid UTF-8 or an
+out-of-range number inside, say, a container's spec decodes here where orjson refuses the
+line; and the run decoder reads a chunk as JSON values separated by whitespace, so two events
+on one line, or one event broken across lines, decode as the events they are where the line
+decoder refuses them. Neither loses or alters an event.
 """
 
 from __future__ import annotations
@@ -152,6 +158,11 @@ def _event_schema(metadata: Any, *, api_version: str, kind: str) -> Any:
 # -- raw JSON → the projection's shared value ---------------------------------------------
 
 
+NOTHING: Any = object()
+"""What an alias table holds for raw JSON the projection keeps nothing of; truthy, so a hit
+short-circuits ``table.get(key) or miss(key)``."""
+
+
 class _RawAliases:
     """Raw JSON of a sub-object → the projection's shared value for it, so a repeated value
     (the labels of one DaemonSet revision, its ownerReferences, a node's target affinity) is
@@ -165,11 +176,12 @@ class _RawAliases:
         """Read it directly (``table.get(bytes(raw))``) on the hot path, :meth:`get` on a miss."""
 
     def get(self, key: bytes) -> Any:
+        """The shared value for this raw JSON, or ``NOTHING`` when the projection keeps none
+        (remembered too: a pod's anti-affinity is not re-parsed on each of its events)."""
         found = self.table.get(key)
         if found is None:
             found = self._canonical(orjson.loads(key))
-            if found is not None:
-                self._values.put(key, found)
+            found = self._values.put(key, NOTHING if found is None else found)
         return found
 
 
@@ -199,7 +211,8 @@ def lean_pod_decoder(
     decode_one = decoder.decode
     decode_many = decoder.decode_lines
     intern = _intern
-    errors = (msgspec.DecodeError, orjson.JSONDecodeError)
+    # RecursionError: msgspec's nesting limit is below orjson's, which then decides.
+    errors = (msgspec.DecodeError, orjson.JSONDecodeError, RecursionError)
     # Hits are read straight from the tables; a miss goes through the owner's function.
     labels, labels_miss = _LABELS.table.get, _LABELS.get
     owners, owners_miss = _OWNERS.table.get, _OWNERS.get
@@ -232,14 +245,14 @@ def lean_pod_decoder(
             raw = meta.get("labels")
             if raw is not None:
                 key = bytes(raw)
-                if (value := labels(key) or labels_miss(key)) is None:
+                if (value := labels(key) or labels_miss(key)) is NOTHING:
                     del meta["labels"]
                 else:
                     meta["labels"] = value
             raw = meta.get("ownerReferences")
             if raw is not None:
                 key = bytes(raw)
-                if (value := owners(key) or owners_miss(key)) is None:
+                if (value := owners(key) or owners_miss(key)) is NOTHING:
                     del meta["ownerReferences"]
                 else:
                     meta["ownerReferences"] = value
@@ -257,7 +270,7 @@ def lean_pod_decoder(
             raw = spec.get("affinity")
             if raw is not None:
                 key = bytes(raw)
-                if (value := affinities(key) or affinity_miss(key)) is None:
+                if (value := affinities(key) or affinity_miss(key)) is NOTHING:
                     del spec["affinity"]
                 else:
                     spec["affinity"] = value

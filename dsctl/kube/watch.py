@@ -53,7 +53,9 @@ RunDecoder = Callable[[memoryview], list[T]]
 """Decodes a run of whole NDJSON lines at once (each ends with a newline): the events of its
 non-blank lines, in order, equal to what the :data:`LineDecoder` gives for each. It may raise
 on any run it does not handle, for any reason; those lines are then decoded one by one, and
-the line decoder decides (so it alone has to get errors right)."""
+the line decoder decides (so it alone has to get errors right). A run decoder may be laxer
+about line breaks than the line decoder (msgspec's ``decode_lines`` splits on any whitespace
+between values); checking would cost what it saves, and kube-apiserver writes one event per line."""
 
 
 def decode_event(line: bytes | bytearray | memoryview) -> dict[str, Any]:

@@ -258,6 +258,40 @@ def test_a_run_with_a_line_the_lean_path_does_not_own_refuses(line: bytes) -> No
         STRICT_DECODER.run(memoryview(_line(POD) + b"\n" + line + b"\n"))
 
 
+def test_an_affinity_the_projection_drops_is_remembered_too() -> None:
+    """Raw JSON that projects to nothing (anti-affinity only) is looked up, not parsed, the next time."""
+    from dsctl.informer import watchdecode
+
+    pod = _with("spec.affinity", {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "x"}}}]}})
+    assert STRICT(_line(pod)) == GENERAL(_line(pod))
+    raw = orjson.dumps(pod["spec"]["affinity"])
+    assert watchdecode._AFFINITY.table.get(raw) is watchdecode.NOTHING
+    assert STRICT(_line(pod)) == GENERAL(_line(pod))
+
+
+def test_nesting_too_deep_for_msgspec_is_left_to_orjson() -> None:
+    """A skipped field nested deeper than msgspec goes (but within orjson's limit) decodes as orjson decides."""
+    pod = _with("spec.containers.0.args", "DEEP")
+    line = _line(pod).replace(b'"DEEP"', b"[" * 1000 + b'"x"' + b"]" * 1000)
+    try:
+        expected = GENERAL(line)
+    except ConnectionFailed:
+        with pytest.raises(ConnectionFailed):
+            LEAN(line)
+        return
+    assert LEAN(line) == expected
+
+
+def test_a_run_reads_values_not_lines() -> None:
+    """Documented laxness: two events on one line decode as two where the line decoder refuses."""
+    assert STRICT_DECODER.run is not None
+    two = _line(POD) + b" " + _line(_with("metadata.name", "agent-8"))
+    assert len(STRICT_DECODER.run(memoryview(two + b"\n"))) == 2
+    with pytest.raises(ConnectionFailed):
+        LEAN(two)
+
+
 def test_shared_values_are_the_projections() -> None:
     """Labels, owners, affinity and Ready decoded lean are the very objects the list path caches."""
     listed = PROJECT(copy.deepcopy(POD))
