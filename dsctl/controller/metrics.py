@@ -74,21 +74,16 @@ class WriteErrorMetrics:
 
 class PlanMetrics:
     """How syncs plan: ``dsctl_sync_plans_total{mode}`` (``full`` or ``incremental``),
-    ``dsctl_sync_planned_nodes_total{mode}``, ``dsctl_sync_plan_mismatches_total``, the
+    ``dsctl_sync_planned_nodes_total{mode}``, and ``dsctl_sync_plan_mismatches_total``, the
     periodic recounts whose full plan disagreed with the incremental one (always 0 unless a
-    change went unnoticed; the full plan is the one used), and ``dsctl_sync_deferred_total``,
-    syncs put off while the DaemonSet's own creates and deletes were still coming back."""
+    change went unnoticed; the full plan is the one used)."""
 
     def __init__(self, registry: CollectorRegistry | None) -> None:
         self._plans: Counter | None = None
         self._nodes: Counter | None = None
         self._mismatches: Counter | None = None
-        self._deferred: Counter | None = None
         if registry is None:
             return
-        self._deferred = Counter("dsctl_sync_deferred_total",
-                                 "Syncs put off while the DaemonSet's creates and deletes were unobserved "
-                                 "and its status was fresh.", registry=registry)
         self._plans = Counter("dsctl_sync_plans_total", "Sync plans made, by mode (full or incremental).",
                               ["mode"], registry=registry)
         self._nodes = Counter("dsctl_sync_planned_nodes_total", "Nodes planned by syncs, by mode.", ["mode"],
@@ -108,8 +103,3 @@ class PlanMetrics:
         """Count one recount that caught a difference."""
         if self._mismatches is not None:
             self._mismatches.inc()
-
-    def deferred(self) -> None:
-        """Count one sync put off (see ``Syncer``)."""
-        if self._deferred is not None:
-            self._deferred.inc()

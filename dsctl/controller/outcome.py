@@ -5,6 +5,8 @@
 - ``Retry(error)``: a transient failure (API error, conflict); requeue rate-limited.
 - ``Terminal(error)``: the object cannot be acted on until it changes (invalid spec). Do not
   requeue: the next watch event on it will.
+- ``Deferred(requeue_after)``: the sync was put off without acting (``Syncer``); requeue after
+  the delay, and keep the key's failure history, since nothing succeeded.
 An exception escaping ``sync`` counts as ``Retry`` and is logged with its traceback; it never
 kills a worker.
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Done", "Outcome", "Retry", "Terminal"]
+__all__ = ["Deferred", "Done", "Outcome", "Retry", "Terminal"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,4 +42,12 @@ class Terminal:
     label: str = "terminal"
 
 
-Outcome = Done | Retry | Terminal
+@dataclass(frozen=True, slots=True)
+class Deferred:
+    """The sync was put off; try again after ``requeue_after`` seconds."""
+
+    requeue_after: float
+    label: str = "deferred"
+
+
+Outcome = Done | Retry | Terminal | Deferred

@@ -13,7 +13,7 @@ The one order of a sync is ``syncplan.plan_sync`` (deciding) followed by ``SyncE
 One departure from upstream, which syncs on every wake-up: while a DaemonSet's own creates or
 deletes are still on their way back (expectations unsatisfied), its spec is the one last
 planned, and its status was written less than ``STATUS_REFRESH_SECONDS`` ago, a sync is put
-off until the status is due. Such a sync could only write status, and the event that
+off until the status is due (``Deferred``). Such a sync could only write status, and the event that
 satisfies the expectations syncs again anyway; in a cold start it ran between every two
 creating syncs, on the critical path (BENCHMARKS.md §17). The changes noted meanwhile stay in
 the ``ChangeLog`` for the sync that plans them.
@@ -47,7 +47,7 @@ from .expectations import Expectations
 from .inplacewait import PendingPatches
 from .joinorder import JoinOrder
 from .metrics import PlanMetrics
-from .outcome import Done, Outcome
+from .outcome import Deferred, Done, Outcome
 from .statuswriter import StatusWriter
 from .writes import WriteSignals
 
@@ -144,9 +144,8 @@ class Syncer:
         cached = self._daemonsets.get(key)
         deferred = self._deferral(key, cached) if cached is not None else None
         if deferred is not None:  # not a sync: the join order must not count it as one
-            self._metrics.deferred()
             log.debug("sync_deferred", key=key, sync_id=sync_id, requeue_after=round(deferred, 3))
-            return Done(requeue_after=deferred)
+            return Deferred(requeue_after=deferred)
         try:
             return await self._sync(key, sync_id, started)
         finally:

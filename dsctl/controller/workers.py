@@ -9,6 +9,7 @@ outcome        queue action                         ``dsctl_sync_total{result}``
 Done           forget; ``add_after`` if requeue      success
 Retry          ``add_rate_limited``                  error
 Terminal       forget                                terminal
+Deferred       ``add_after``                         deferred
 exception      ``add_rate_limited``, log traceback   exception
 =============  ===================================  ===========================
 
@@ -29,7 +30,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from dsctl.workqueue import RateLimitingQueue, ShutDown
 
-from .outcome import Done, Outcome, Retry, Terminal
+from .outcome import Deferred, Done, Outcome, Retry, Terminal
 
 __all__ = ["WorkerPool"]
 
@@ -137,6 +138,8 @@ class WorkerPool:
             case Terminal(error=error):
                 log.warning("sync_terminal", key=key, sync_id=sync_id, error=error)
                 self.queue.forget(key)
+            case Deferred(requeue_after=delay):
+                self.queue.add_after(key, max(0.0, delay))
         if self._total is not None:
             self._total.labels(outcome.label).inc()
         return outcome
