@@ -79,6 +79,13 @@ class Expectations:
         """One expected delete arrived (or failed)."""
         self.lower(key, dels=1)
 
+    def expires_in(self, key: str) -> float | None:
+        """Seconds until the unfulfilled record of ``key`` expires (0 if it has); None if none waits."""
+        record = self._records.get(key)
+        if record is None or record.fulfilled:
+            return None
+        return max(0.0, record.timestamp + self._ttl - self._clock())
+
     def expired(self, key: str) -> bool:
         """Whether the record of ``key`` exists and is older than the TTL."""
         record = self._records.get(key)

@@ -57,7 +57,9 @@ async def _patch_one(
                                     patch_type="strategic")
     except errors.Conflict as exc:
         # The pod moved past the planned version; the cache will show that version soon, which
-        # releases the expectation, and the next sync plans on it.
+        # releases the expectation, and the next sync plans on it. Expected for a short while
+        # only: should the cache never move, the DaemonSet is not held for the full TTL.
+        pending.unknown_outcome(key, pod=pod_key)
         log.info("in_place_conflict", daemonset=key, pod=pod_key, reason=exc.reason or exc.status)
         return ""
     except (errors.NotFound, errors.Invalid) as exc:

@@ -12,9 +12,12 @@ version also enqueues the DaemonSet, and ``satisfied`` reads the cache itself.
 
 A patch the server certainly refused (any 4xx but 409) is ``cancel``led: nothing changed. A
 patch whose outcome is unknown (5xx, lost connection) may have landed, so it stays expected,
-but only for ``UNKNOWN_OUTCOME_TTL``: if it did land the cache shows it long before. Every
-record expires after ``ttl`` as for ``Expectations``, so a lost event delays a DaemonSet but
-never wedges it. The clock is injected.
+but only for ``UNKNOWN_OUTCOME_TTL``: if it did land the cache shows it long before. A 409
+says the pod moved past the pinned version, which the cache will show; it is held to the same
+short bound, in case nothing ever shows it (a conflict reported for a pod that did not change).
+Every record expires after ``ttl`` as for ``Expectations``, and a DaemonSet held back by one is
+requeued when it expires, so a lost event delays a DaemonSet but never wedges it. The clock is
+injected.
 """
 
 from __future__ import annotations
@@ -81,6 +84,13 @@ class PendingPatches:
             return False
         del self._records[key]
         return True
+
+    def expires_in(self, key: str) -> float | None:
+        """Seconds until the first of ``key``'s patches stops being expected; None if none is."""
+        pods = self._records.get(key)
+        if not pods:
+            return None
+        return max(0.0, min(deadline for _, _, deadline in pods.values()) - self._clock())
 
     def delete(self, key: str) -> None:
         """Forget ``key`` (the DaemonSet is gone)."""

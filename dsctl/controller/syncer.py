@@ -31,6 +31,7 @@ import structlog
 
 from dsctl.daemonset.eligibility import Eligibility, Fit
 from dsctl.daemonset.nodeplan import NodeTable
+from dsctl.daemonset.plan import soonest
 from dsctl.daemonset.syncplan import SyncPlan, SyncSnapshot, plan_sync
 from dsctl.informer import ReadOnlyStore
 from dsctl.kube.resources import Resource
@@ -166,6 +167,11 @@ class Syncer:
             plan = replace(plan, pods=held)
         report = SyncReport()
         outcome = await self._executor.run(key, plan, report)
+        if isinstance(outcome, Done):
+            # Creates, deletes or patches not yet seen hold the next sync back: come back when
+            # that record expires, should no event ever release it (a patch refused with 409
+            # for a pod that then never changes, an ADDED event lost).
+            outcome = Done(requeue_after=soonest(outcome.requeue_after, self._held_for(key)))
         if plan.act:
             wrote = report.created or report.deleted or report.patched or report.errors
             emit = log.info if wrote else log.debug
@@ -190,6 +196,11 @@ class Syncer:
         if age is None or age >= STATUS_REFRESH_SECONDS:
             return None
         return STATUS_REFRESH_SECONDS - age
+
+    def _held_for(self, key: str) -> float | None:
+        """Seconds until the expectations or pending patches holding ``key`` back expire."""
+        state = self._state
+        return soonest(state.expectations.expires_in(key), state.pending_patches.expires_in(key))
 
     def _plan(self, key: str, ds: Obj) -> SyncPlan:
         state = self._state

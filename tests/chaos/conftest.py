@@ -3,7 +3,8 @@
 - ``--chaos-seed N`` runs the selected scenarios with seed ``N`` (the replay line each run
   prints names the scenario with ``-k``);
 - ``--long`` swaps the CI-sized list (24 scenarios, one per theme plus repeats) for the soak
-  list (200 scenarios over larger clusters and longer fault windows).
+  list (200 scenarios over larger clusters and longer fault windows). Without it, the soak
+  failures fixed since (``REGRESSIONS``) run too, each with its soak seed and sizes.
 
 Default seeds are fixed per scenario index, so the CI run is the same every time.
 """
@@ -17,6 +18,11 @@ from tests.chaos.scenario import CI_THEMES, THEMES
 CI_SEED_BASE = 2000
 LONG_SEED_BASE = 50_000
 LONG_SCENARIOS = 200
+REGRESSIONS: tuple[tuple[int, str, int], ...] = (
+    # (soak index, theme, seed) of soak failures fixed since, run in CI with the soak's sizes.
+    # An in-place rollout held for the whole expectations TTL by an injected 409 on a pod patch.
+    (19, "apiserver-restart", 50459),
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -40,4 +46,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     base = LONG_SEED_BASE if long else CI_SEED_BASE
     params = [pytest.param((index, theme, base + index if chosen is None else int(chosen), long),
                            id=f"s{index:03d}-{theme}") for index, theme in chaos_cases(long=long)]
+    if not long and chosen is None:
+        params += [pytest.param((index, theme, seed, True), id=f"regression-s{index:03d}-{theme}-{seed}")
+                   for index, theme, seed in REGRESSIONS]
     metafunc.parametrize("chaos_case", params)

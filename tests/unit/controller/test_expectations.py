@@ -84,3 +84,18 @@ def test_delete_forgets() -> None:
     exp.delete(KEY)
     exp.delete(KEY)
     assert exp.satisfied(KEY)
+
+
+def test_expires_in_counts_down_while_unfulfilled() -> None:
+    """Seconds until a waiting record stops holding its key back; None once nothing waits."""
+    now = [100.0]
+    expectations = Expectations(clock=lambda: now[0], ttl=300)
+    assert expectations.expires_in("k") is None
+    expectations.set("k", adds=2, dels=0)
+    now[0] = 160.0
+    assert expectations.expires_in("k") == 240.0
+    now[0] = 500.0
+    assert expectations.expires_in("k") == 0.0
+    expectations.set("k", adds=1, dels=0)
+    expectations.creation_observed("k")
+    assert expectations.expires_in("k") is None

@@ -193,3 +193,14 @@ async def test_a_due_status_or_a_new_spec_is_not_put_off() -> None:
     rig.clock.now += 0.1
     assert not isinstance(await rig.syncer.sync(KEY), Deferred)
     assert rig.metric("dsctl_sync_plans_total", mode="full") == 2  # the new spec was planned
+
+
+async def test_a_held_back_sync_comes_back_when_its_expectations_expire() -> None:
+    """Creates never observed: the status-only sync asks to be requeued when the record expires,
+    so a lost event cannot leave the DaemonSet waiting for an event that never comes."""
+    rig = Rig(nodes=5, burst=2)
+    await rig.syncer.sync(KEY)  # two creates in flight, never observed here
+    rig.clock.now += 1.0  # the status is due: not put off
+    outcome = await rig.syncer.sync(KEY)
+    assert isinstance(outcome, Done)
+    assert outcome.requeue_after is not None and abs(outcome.requeue_after - (300.0 - 1.0)) < 1e-6
