@@ -118,6 +118,7 @@ class DaemonSetController:
         status = StatusWriter(client=client, resource=resource, signals=self.signals,
                               progress=ProgressTracker(recorder=self.recorder, registry=registry),
                               metrics=StatusMetrics(registry), on_written=self.handlers.note_status_write, wall=wall)
+        self._status_writer = status
         pod_writer = PodWriter(client=client, expectations=self.state.expectations, recorder=self.recorder,
                                burst=settings.burst_replicas, direct_binding=settings.direct_binding,
                                still_current=self._still_current, signals=self.signals)
@@ -146,9 +147,11 @@ class DaemonSetController:
         return await self.syncer.sync(key, sync_id)
 
     def _still_current(self, key: str, uid: str) -> bool:
-        """Whether the cache still holds DaemonSet ``key`` with ``uid`` and it is not being deleted."""
+        """Whether the cache still holds DaemonSet ``key`` with ``uid``, it is not being deleted,
+        and the API did not just answer that it is gone."""
         cached = self.daemonsets.store.get(key)
-        return cached is not None and object_uid(cached) == uid and not deletion_timestamp(cached)
+        return (cached is not None and object_uid(cached) == uid and not deletion_timestamp(cached)
+                and self._status_writer.gone_for(key, uid) is None)
 
     def _pod_priority(self, ds: Obj) -> int:
         """The priority of ``ds``'s pods, resolved through the PriorityClass cache."""

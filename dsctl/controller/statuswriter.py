@@ -31,7 +31,10 @@ from .metrics import StatusMetrics
 from .progresstracker import ProgressTracker
 from .writes import UPDATE_STATUS, Failure, WriteSignals
 
-__all__ = ["StatusWriter"]
+__all__ = ["GONE_SECONDS", "StatusWriter"]
+
+GONE_SECONDS = 5.0
+"""How long a DaemonSet the API answered 404 for is taken as deleted over a cache that still holds it."""
 
 Obj = Mapping[str, Any]
 
@@ -55,13 +58,33 @@ class StatusWriter:
         # key -> (resourceVersion replaced by our last write, the object that write returned)
         self._written: dict[str, tuple[str, Obj]] = {}
         self._written_at: dict[str, float] = {}
+        # key -> (UID the API said is gone, until when that is believed over the cache)
+        self._gone: dict[str, tuple[str, float]] = {}
 
     def forget(self, key: str) -> None:
         """Drop what is kept for a deleted DaemonSet."""
         self._written.pop(key, None)
         self._written_at.pop(key, None)
+        self._gone.pop(key, None)
         self._metrics.forget(key)
         self._progress.forget(key)
+
+    def gone_for(self, key: str, uid: str) -> float | None:
+        """Seconds for which ``key``'s DaemonSet ``uid`` is still taken as deleted, because
+        the API answered 404, or showed another UID, to a status write for it; None if not.
+
+        A cache whose DaemonSet watch is failing (throttled, say) keeps showing a deleted
+        DaemonSet; acting on it would create pods the garbage collector removes, sync after
+        sync. The memory lasts ``GONE_SECONDS``: the cache normally catches up well before,
+        and a 404 no other answer confirms stops a DaemonSet only that long."""
+        entry = self._gone.get(key)
+        if entry is None:
+            return None
+        left = entry[1] - self._monotonic()
+        if entry[0] != uid or left <= 0:
+            del self._gone[key]
+            return None
+        return left
 
     def wrote_within(self, key: str, seconds: float) -> bool:
         """Whether this process wrote ``key``'s status less than ``seconds`` ago."""
@@ -110,7 +133,7 @@ class StatusWriter:
             try:
                 await self.put(ds, status_with(base, status, observed_generation=observed), expected=(errors.Conflict,))
             except errors.Conflict:
-                live = await self._client.get(self._resource, meta["name"], namespace=meta.get("namespace"))
+                live = await self._get_same(ds)
                 live_base, _ = conditions(live.get("status"))
                 await self.put(live, status_with(live_base, status, observed_generation=observed))
         return soonest(availability_requeue(ds, status), deadline_requeue)
@@ -138,15 +161,37 @@ class StatusWriter:
             except errors.ApiError:
                 return
 
+    async def _get_same(self, ds: Obj) -> Obj:
+        """The live DaemonSet after a conflict; NotFound (and remembered as gone) if the name
+        now holds another object: its status is not ours to write."""
+        meta = meta_of(ds)
+        try:
+            live = await self._client.get(self._resource, meta["name"], namespace=meta.get("namespace"))
+        except errors.NotFound:
+            self._note_gone(ds)
+            raise
+        if meta_of(live).get("uid") != meta.get("uid"):
+            self._note_gone(ds)
+            raise errors.NotFound(404, "NotFound", f"DaemonSet {meta['name']} was replaced (uid changed)")
+        return live
+
+    def _note_gone(self, ds: Obj) -> None:
+        self._gone[object_key(ds)] = (str(meta_of(ds).get("uid", "")), self._monotonic() + GONE_SECONDS)
+
     async def put(self, ds: Obj, status: Mapping[str, Any], *,
                   expected: tuple[type[errors.ApiError], ...] = ()) -> None:
         """PUT the status subresource and remember the result (see ``freshest``).
 
-        A failure is signalled (event, metric, log) unless it is one of ``expected``."""
+        A failure is signalled (event, metric, log) unless it is one of ``expected``; a 404
+        also marks the DaemonSet gone (see ``gone_for``)."""
         meta = meta_of(ds)
-        async with self._signals.guard(ds, UPDATE_STATUS, name=str(meta["name"]), expected=expected):
-            written = await self._client.update_status(self._resource, {**ds, "status": status},
-                                                       namespace=meta.get("namespace"))
+        try:
+            async with self._signals.guard(ds, UPDATE_STATUS, name=str(meta["name"]), expected=expected):
+                written = await self._client.update_status(self._resource, {**ds, "status": status},
+                                                           namespace=meta.get("namespace"))
+        except errors.NotFound:
+            self._note_gone(ds)
+            raise
         key = object_key(ds)
         self._written[key] = (str(meta.get("resourceVersion", "")), written)
         self._written_at[key] = self._monotonic()

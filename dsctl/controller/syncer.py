@@ -16,7 +16,8 @@ planned, and its status was written less than ``STATUS_REFRESH_SECONDS`` ago, a 
 off until the status is due (``Deferred``). Such a sync could only write status, and the event that
 satisfies the expectations syncs again anyway; in a cold start it ran between every two
 creating syncs, on the critical path (BENCHMARKS.md §17). The changes noted meanwhile stay in
-the ``ChangeLog`` for the sync that plans them.
+the ``ChangeLog`` for the sync that plans them. A DaemonSet the API answered 404 for, while the
+cache still holds it, is put off the same way (``StatusWriter.gone_for``).
 """
 
 from __future__ import annotations
@@ -144,6 +145,8 @@ class Syncer:
         sync_id = sync_id or uuid.uuid4().hex[:8]
         cached = self._daemonsets.get(key)
         deferred = self._deferral(key, cached) if cached is not None else None
+        if cached is not None and (gone := self._status.gone_for(key, uid_of(cached))) is not None:
+            deferred = gone  # the API said it is deleted; the cache has yet to hear
         if deferred is not None:  # not a sync: the join order must not count it as one
             log.debug("sync_deferred", key=key, sync_id=sync_id, requeue_after=round(deferred, 3))
             return Deferred(requeue_after=deferred)

@@ -24,15 +24,16 @@ from dsctl.controller.expectations import Expectations
 from dsctl.controller.inplacewait import PendingPatches
 from dsctl.controller.joinorder import JoinOrder
 from dsctl.controller.metrics import PlanMetrics, StatusMetrics
-from dsctl.controller.outcome import Deferred, Done
+from dsctl.controller.outcome import Deferred, Done, Retry
 from dsctl.controller.podwrites import PodWriter
 from dsctl.controller.progresstracker import ProgressTracker
 from dsctl.controller.recorder import EventRecorder
-from dsctl.controller.statuswriter import StatusWriter
+from dsctl.controller.statuswriter import GONE_SECONDS, StatusWriter
 from dsctl.controller.syncer import Syncer, SyncerState
 from dsctl.controller.writes import WriteSignals
 from dsctl.daemonset.template import target_node
 from dsctl.informer import BY_OWNER_UID, ReadOnlyStore, Store, by_owner_uid
+from dsctl.kube import errors
 from dsctl.kube.resources import DAEMONSETS, PODS
 from tests.unit.daemonset.objects import T0, make_ds, make_node
 
@@ -204,3 +205,35 @@ async def test_a_held_back_sync_comes_back_when_its_expectations_expire() -> Non
     outcome = await rig.syncer.sync(KEY)
     assert isinstance(outcome, Done)
     assert outcome.requeue_after is not None and abs(outcome.requeue_after - (300.0 - 1.0)) < 1e-6
+
+
+async def test_a_daemonset_the_api_says_is_gone_is_not_acted_on_from_a_stale_cache() -> None:
+    """The status write answers 404 while the cache still holds the DaemonSet (its watch
+    lagging): the next syncs create nothing until the cache hears, or ``GONE_SECONDS`` pass."""
+    rig = Rig(nodes=5, burst=2)
+    rig.fake.fail("update_status", DAEMONSETS, errors.NotFound(404, "NotFound", "daemonsets.apps foo not found"))
+    assert isinstance(await rig.syncer.sync(KEY), Retry)  # created 2, then the 404
+    rig.observe()
+    created = rig.fake.verbs(PODS).count("create")
+    outcome = await rig.syncer.sync(KEY)
+    assert isinstance(outcome, Deferred) and abs(outcome.requeue_after - GONE_SECONDS) < 1e-6
+    assert rig.fake.verbs(PODS).count("create") == created
+    rig.clock.now += GONE_SECONDS  # no other answer confirmed it: act again
+    assert not isinstance(await rig.syncer.sync(KEY), Deferred)
+    assert rig.fake.verbs(PODS).count("create") > created
+
+
+async def test_a_replaced_daemonset_gets_no_status_from_its_predecessor() -> None:
+    """The status write conflicts and the name now holds another UID: nothing is written to
+    the newcomer, and the old one is taken as gone."""
+    rig = Rig(nodes=5, burst=2)
+    cached = rig.daemonsets.get(KEY)
+    assert cached is not None
+    replacement = make_ds()
+    replacement["metadata"]["uid"] = "another-uid"
+    rig.fake.put(DAEMONSETS, replacement)  # the API's object changed; the cache still has the old
+    outcome = await rig.syncer.sync(KEY)
+    assert isinstance(outcome, Retry)
+    last_write = [c for c in rig.fake.calls if c.verb == "update_status"][-1]
+    assert last_write.body["metadata"]["uid"] == cached["metadata"]["uid"]
+    assert isinstance(await rig.syncer.sync(KEY), Deferred)
