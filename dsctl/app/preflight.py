@@ -4,21 +4,54 @@ A bad token, an unreachable server or a missing CRD should end start-up with one
 what was tried and what to do, not a bare ``404 NotFound`` (issue 14). A 404 on the collection
 means the API server does not serve that group/version/resource: in CRD mode, the CRD is not
 installed.
+
+A server that answers but is overloaded (429, 5xx after the client's own retries) is not a
+misconfiguration: start-up keeps trying for ``OVERLOAD_PATIENCE`` seconds before giving up, as a
+controller started during an apiserver restart or a throttling storm should.
 """
 
 from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+
+import structlog
 
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, Resource
 
-__all__ = ["CRD_MANIFEST", "preflight"]
+__all__ = ["CRD_MANIFEST", "OVERLOAD_PATIENCE", "preflight"]
 
 CRD_MANIFEST = "manifests/crd/daemonsets.dsctl.io.yaml"
+OVERLOAD_PATIENCE = 60.0
+"""Seconds start-up waits out a server answering 429 or 5xx."""
+
+log = structlog.get_logger(__name__)
 
 
-async def preflight(client: KubeClient, resource: Resource, *, namespace: str | None) -> None:
+async def preflight(
+    client: KubeClient, resource: Resource, *, namespace: str | None,
+    monotonic: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> None:
     """List one DaemonSet; raises ``errors.ConfigError`` with a hint when the kind is not served."""
+    deadline = monotonic() + OVERLOAD_PATIENCE
+    delay = 0.5
+    while True:
+        try:
+            await _list_one(client, resource, namespace=namespace)
+            return
+        except (errors.TooManyRequests, errors.ServerError) as exc:
+            if monotonic() + delay > deadline:
+                raise
+            log.info("preflight.overloaded", status=exc.status, reason=exc.reason, retry_in=delay)
+            await sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+
+async def _list_one(client: KubeClient, resource: Resource, *, namespace: str | None) -> None:
     try:
         await client.list(resource, namespace=namespace, limit=1)
     except errors.NotFound as exc:

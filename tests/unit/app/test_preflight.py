@@ -1,0 +1,80 @@
+"""``preflight``: an overloaded server is waited out for a while; a misconfiguration is not."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pytest
+
+from dsctl.app.preflight import OVERLOAD_PATIENCE, preflight
+from dsctl.kube import errors
+from dsctl.kube.client import KubeClient
+from dsctl.kube.resources import DAEMONSETS
+
+
+class ScriptedLists:
+    """A client whose ``list`` raises the scripted errors in turn, then answers."""
+
+    host = "https://127.0.0.1:6443"
+
+    def __init__(self, *answers: errors.ApiError | None) -> None:
+        self.answers = list(answers)
+        self.calls = 0
+
+    async def list(self, res: Any, **_: Any) -> dict[str, Any]:
+        self.calls += 1
+        answer = self.answers.pop(0) if self.answers else None
+        if answer is not None:
+            raise answer
+        return {"items": []}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def _busy() -> errors.ApiError:
+    return errors.TooManyRequests(429, "TooManyRequests", "slow down")
+
+
+async def test_an_overloaded_server_is_waited_out() -> None:
+    client = ScriptedLists(_busy(), errors.ServerError(503, "ServiceUnavailable", "restarting"), _busy(), None)
+    clock = Clock()
+    await preflight(cast(KubeClient, client), DAEMONSETS, namespace=None, monotonic=clock, sleep=clock.sleep)
+    assert client.calls == 4
+    assert clock.slept == [0.5, 1.0, 2.0]
+
+
+async def test_an_overload_that_outlasts_the_patience_ends_start_up() -> None:
+    client = ScriptedLists(*[_busy() for _ in range(100)])
+    clock = Clock()
+    with pytest.raises(errors.TooManyRequests):
+        await preflight(cast(KubeClient, client), DAEMONSETS, namespace=None, monotonic=clock, sleep=clock.sleep)
+    assert clock.now <= OVERLOAD_PATIENCE
+
+
+@pytest.mark.parametrize("error", [
+    pytest.param(errors.Unauthorized(401, "Unauthorized", "bad token"), id="bad-token"),
+    pytest.param(errors.ConnectionFailed("connection refused"), id="unreachable"),
+])
+async def test_a_misconfiguration_fails_at_once(error: errors.ApiError) -> None:
+    client = ScriptedLists(error, None)
+    clock = Clock()
+    with pytest.raises(type(error)):
+        await preflight(cast(KubeClient, client), DAEMONSETS, namespace=None, monotonic=clock, sleep=clock.sleep)
+    assert client.calls == 1 and clock.slept == []
+
+
+async def test_a_missing_kind_says_what_to_install() -> None:
+    client = ScriptedLists(errors.NotFound(404, "NotFound", "the server could not find the requested resource"))
+    with pytest.raises(errors.ConfigError, match="does not serve apps/v1 DaemonSets"):
+        await preflight(cast(KubeClient, client), DAEMONSETS, namespace=None)
