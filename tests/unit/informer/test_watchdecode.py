@@ -72,6 +72,17 @@ GENERAL = general_decoder(_prepare)
 LEAN = event_decoder(PROJECT, prepare=_prepare, api_version="v1", kind="Pod").line
 
 
+def _assert_decodes_alike(line: bytes) -> None:
+    """The lean decoder gives what the general path gives, or fails as it does."""
+    try:
+        expected = GENERAL(line)
+    except ConnectionFailed:
+        with pytest.raises(ConnectionFailed):
+            LEAN(line)
+        return
+    assert LEAN(line) == expected
+
+
 def _must_not_fall_back(line: bytes | memoryview) -> WatchEvent:
     raise AssertionError(f"fell back to the general path: {bytes(line)[:80]!r}")
 
@@ -189,16 +200,7 @@ SHAPES = [
 @pytest.mark.parametrize("pod", SHAPES)
 def test_lean_decode_equals_projection_of_the_full_object(pod: Obj, kind: str) -> None:
     """Every shape decodes to what the general path (orjson, fill-in, projection) gives."""
-    line = _line(pod, kind)
-    try:
-        expected: WatchEvent | type[Exception] = GENERAL(line)
-    except ConnectionFailed:
-        expected = ConnectionFailed
-    if expected is ConnectionFailed:
-        with pytest.raises(ConnectionFailed):
-            LEAN(line)
-        return
-    assert LEAN(line) == expected
+    _assert_decodes_alike(_line(pod, kind))
 
 
 @pytest.mark.parametrize("pod", [
@@ -274,13 +276,7 @@ def test_nesting_too_deep_for_msgspec_is_left_to_orjson() -> None:
     """A skipped field nested deeper than msgspec goes (but within orjson's limit) decodes as orjson decides."""
     pod = _with("spec.containers.0.args", "DEEP")
     line = _line(pod).replace(b'"DEEP"', b"[" * 1000 + b'"x"' + b"]" * 1000)
-    try:
-        expected = GENERAL(line)
-    except ConnectionFailed:
-        with pytest.raises(ConnectionFailed):
-            LEAN(line)
-        return
-    assert LEAN(line) == expected
+    _assert_decodes_alike(line)
 
 
 def test_a_run_reads_values_not_lines() -> None:
@@ -400,13 +396,7 @@ def test_random_shapes_decode_alike(changes: list[tuple[str, Any]]) -> None:
         except (KeyError, IndexError, TypeError, ValueError):
             continue  # a parent replaced by an earlier change: nothing to set
     line = _line(pod)
-    try:
-        expected = GENERAL(line)
-    except ConnectionFailed:
-        with pytest.raises(ConnectionFailed):
-            LEAN(line)
-        return
-    assert LEAN(line) == expected
+    _assert_decodes_alike(line)
 
 
 def _with_in(pod: Obj, path: str, value: Any) -> Obj:
