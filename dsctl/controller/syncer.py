@@ -145,8 +145,6 @@ class Syncer:
         sync_id = sync_id or uuid.uuid4().hex[:8]
         cached = self._daemonsets.get(key)
         deferred = self._deferral(key, cached) if cached is not None else None
-        if cached is not None and (gone := self._status.gone_for(key, uid_of(cached))) is not None:
-            deferred = gone  # the API said it is deleted; the cache has yet to hear
         if deferred is not None:  # not a sync: the join order must not count it as one
             log.debug("sync_deferred", key=key, sync_id=sync_id, requeue_after=round(deferred, 3))
             return Deferred(requeue_after=deferred)
@@ -189,6 +187,9 @@ class Syncer:
 
     def _deferral(self, key: str, ds: Obj) -> float | None:
         """Seconds to put this sync off by (see the module docstring), or None to sync now."""
+        gone = self._status.gone_for(key, uid_of(ds))
+        if gone is not None:  # the API said it is deleted; the cache has yet to hear
+            return gone
         if self._state.expectations.satisfied(key):
             return None
         kept = self._tables.get(key)

@@ -59,19 +59,13 @@ def index_reads(*paths: str) -> Callable[[_F], _F]:
     string) in the old and the new version; equal but distinct containers are recomputed. An
     undeclared read would go stale silently: declare every one.
     """
-    grouped: dict[str, list[str] | None] = {}
+    split: list[tuple[str, str | None]] = []
     for path in paths:
         parts = path.split(".")
         if not 1 <= len(parts) <= 2 or not all(parts):
             raise ValueError(f"index_reads: {path!r} is not one or two keys")
-        seconds = grouped.setdefault(parts[0], [])
-        if len(parts) == 1 or seconds is None:
-            grouped[parts[0]] = None  # the whole value is read
-        else:
-            seconds.append(parts[1])
-    # By first key: each is looked up once per update, then its second keys.
-    reads = tuple((first, None if seconds is None else tuple(seconds))
-                  for first, seconds in grouped.items())
+        split.append((parts[0], parts[1] if len(parts) == 2 else None))
+    reads = _grouped(split)
 
     def declare(func: _F) -> _F:
         setattr(func, _READS, reads)
@@ -88,20 +82,26 @@ def _reads_of(func: IndexFunc) -> _Reads | None:
     return reads if isinstance(reads, tuple) else None
 
 
-def _union(all_reads: list[_Reads | None]) -> _Reads | None:
-    """Every path any of the functions reads, or None if one of them declared nothing."""
+def _grouped(paths: Iterable[tuple[str, str | None]]) -> _Reads:
+    """``(first key, second key or None)`` paths by first key, each looked up once per update,
+    then its second keys; a read of the whole first-level value (None) covers its keys."""
     grouped: dict[str, list[str] | None] = {}
-    for reads in all_reads:
-        if reads is None:
-            return None
-        for first, seconds in reads:
-            known = grouped.setdefault(first, [])
-            if seconds is None or known is None:
-                grouped[first] = None
-            else:
-                known.extend(second for second in seconds if second not in known)
+    for first, second in paths:
+        seconds = grouped.setdefault(first, [])
+        if second is None:
+            grouped[first] = None
+        elif seconds is not None and second not in seconds:
+            seconds.append(second)
     return tuple((first, None if seconds is None else tuple(seconds))
                  for first, seconds in grouped.items())
+
+
+def _union(all_reads: list[_Reads | None]) -> _Reads | None:
+    """Every path any of the functions reads, or None if one of them declared nothing."""
+    if any(reads is None for reads in all_reads):
+        return None
+    return _grouped((first, second) for reads in all_reads if reads is not None
+                    for first, seconds in reads for second in (seconds or (None,)))
 
 
 _ABSENT: Any = object()
