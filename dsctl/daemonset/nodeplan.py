@@ -9,7 +9,7 @@ outcome, not five thousand.
 Three things make an outcome depend on more than its node and pods, and each is handled here:
 
 - The basis (template generation, revision hash, surge, minReadySeconds, the DaemonSet's UID
-  and observed generation): a different basis makes ``updated`` start from an empty table.
+  and generation): a different basis makes ``updated`` start from an empty table.
 - Time and backoff: a node with a failed pod, a manage requeue, or a Ready pod still waiting
   out ``minReadySeconds`` is *volatile*; every sync re-plans the volatile nodes.
 - Nothing else. Whoever calls ``updated`` must name every node whose object or pods changed
@@ -46,7 +46,6 @@ class Basis(NamedTuple):
 
     uid: str
     generation: int
-    observed_generation: int
     hash: str
     template_generation: int | None
     surge: bool

@@ -197,8 +197,9 @@ def plan_sync(snapshot: SyncSnapshot) -> SyncPlan:
         return SyncPlan(ds=ds, events=(*events, Event("Warning", "RevisionOutOfRange", str(exc))),
                         condition=ConditionWrite(REPLICA_FAILURE, "RevisionOutOfRange", str(exc)), terminal=str(exc))
 
+    # Not status.observedGeneration, though the failed-pod backoff key holds it: only a node with
+    # a failed pod reads that key, and such a node is volatile, planned again every sync.
     basis = Basis(uid=uid, generation=as_int(meta.get("generation")),
-                  observed_generation=as_int(as_map(ds.get("status")).get("observedGeneration")),
                   hash=history.hash, template_generation=template_generation(ds), surge=allows_surge(ds),
                   min_ready=min_ready_seconds(ds))
     table, full, replanned = _plan_nodes(snapshot, selector, basis, events=events, ownership=ownership,

@@ -68,6 +68,8 @@ _steps = st.lists(
                                                               "foreign", "ready_recent"])),
         st.tuples(st.just("pod_change"), _node, st.sampled_from(["ready", "fail", "delete", "terminate"])),
         st.tuples(st.just("time"), st.just(""), st.sampled_from(["1", "10", "100"])),
+        # The controller's own status write: it names no node, yet moves the backoff keys.
+        st.tuples(st.just("status"), st.just(""), st.sampled_from(["1", "2"])),
     ),
     min_size=1,
     max_size=25,
@@ -118,6 +120,11 @@ class World:
             return {node}
         if op == "time":
             self.now += float(arg)
+            return set()
+        if op == "status":
+            status = self.ds.get("status") or {}
+            observed = int(status.get("observedGeneration") or 0) + int(arg)
+            self.ds = {**self.ds, "status": {**status, "observedGeneration": observed}}
             return set()
         if op == "pod_add":
             kwargs: dict[str, Any] = {"hash": self.hash, "created": self.now - 100 + self.serial}
