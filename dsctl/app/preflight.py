@@ -20,6 +20,7 @@ import structlog
 
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
+from dsctl.kube.ratelimit import Backoff
 from dsctl.kube.resources import DAEMONSETS, Resource
 
 __all__ = ["CRD_MANIFEST", "OVERLOAD_PATIENCE", "preflight"]
@@ -28,6 +29,12 @@ CRD_MANIFEST = "manifests/crd/daemonsets.dsctl.io.yaml"
 OVERLOAD_PATIENCE = 60.0
 """Seconds start-up waits out a server answering 429 or 5xx."""
 
+
+def overload_backoff() -> Backoff:
+    """Start-up's retry delays: 0.5 s doubling to 5 s, jittered so replicas started together
+    (a rollout of the controller's Deployment) do not retry in step."""
+    return Backoff(base=0.5, cap=5.0)
+
 log = structlog.get_logger(__name__)
 
 
@@ -35,20 +42,25 @@ async def preflight(
     client: KubeClient, resource: Resource, *, namespace: str | None,
     monotonic: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    backoff: Backoff | None = None,
 ) -> None:
-    """List one DaemonSet; raises ``errors.ConfigError`` with a hint when the kind is not served."""
+    """List one DaemonSet; raises ``errors.ConfigError`` with a hint when the kind is not served.
+
+    Between tries it waits ``backoff``'s next delay (``overload_backoff()`` by default), or the
+    server's ``Retry-After`` when that is longer.
+    """
     deadline = monotonic() + OVERLOAD_PATIENCE
-    delay = 0.5
+    delays = backoff if backoff is not None else overload_backoff()
     while True:
         try:
             await _list_one(client, resource, namespace=namespace)
             return
         except (errors.TooManyRequests, errors.ServerError) as exc:
+            delay = max(delays.next_delay(), exc.retry_after or 0.0)
             if monotonic() + delay > deadline:
                 raise
-            log.info("preflight.overloaded", status=exc.status, reason=exc.reason, retry_in=delay)
+            log.info("preflight.overloaded", status=exc.status, reason=exc.reason, retry_in=round(delay, 3))
             await sleep(delay)
-            delay = min(delay * 2, 5.0)
 
 
 async def _list_one(client: KubeClient, resource: Resource, *, namespace: str | None) -> None:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any, cast
 
 import pytest
 
-from dsctl.app.preflight import OVERLOAD_PATIENCE, preflight
+from dsctl.app.preflight import OVERLOAD_PATIENCE, overload_backoff, preflight
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
+from dsctl.kube.ratelimit import Backoff
 from dsctl.kube.resources import DAEMONSETS
 
 
@@ -42,16 +44,44 @@ class Clock:
         self.now += seconds
 
 
-def _busy() -> errors.ApiError:
-    return errors.TooManyRequests(429, "TooManyRequests", "slow down")
+class Ceiling(random.Random):
+    """Jitter that always lands on the full delay."""
+
+    def random(self) -> float:
+        return 1.0
+
+
+def _busy(retry_after: float | None = None) -> errors.ApiError:
+    return errors.TooManyRequests(429, "TooManyRequests", "slow down", retry_after=retry_after)
 
 
 async def test_an_overloaded_server_is_waited_out() -> None:
     client = ScriptedLists(_busy(), errors.ServerError(503, "ServiceUnavailable", "restarting"), _busy(), None)
     clock = Clock()
-    await preflight(cast(KubeClient, client), DAEMONSETS, namespace=None, monotonic=clock, sleep=clock.sleep)
+    await preflight(cast(KubeClient, client), DAEMONSETS, namespace=None, monotonic=clock, sleep=clock.sleep,
+                    backoff=Backoff(base=0.5, cap=5.0, rng=Ceiling()))
     assert client.calls == 4
     assert clock.slept == [0.5, 1.0, 2.0]
+
+
+async def test_the_waits_are_jittered_and_capped() -> None:
+    """Replicas started together spread out: each wait is in [delay/2, delay], delay doubling to 5 s."""
+    client = ScriptedLists(*[_busy() for _ in range(8)], None)
+    clock = Clock()
+    await preflight(cast(KubeClient, client), DAEMONSETS, namespace=None, monotonic=clock, sleep=clock.sleep,
+                    backoff=Backoff(base=0.5, cap=5.0, rng=random.Random(7)))
+    ceilings = [0.5, 1.0, 2.0, 4.0, 5.0, 5.0, 5.0, 5.0]
+    assert len(clock.slept) == len(ceilings)
+    assert all(c / 2 <= s <= c for s, c in zip(clock.slept, ceilings, strict=True)), clock.slept
+    assert len(set(clock.slept)) == len(clock.slept)
+
+
+async def test_a_longer_retry_after_is_honoured() -> None:
+    client = ScriptedLists(_busy(retry_after=3.0), None)
+    clock = Clock()
+    await preflight(cast(KubeClient, client), DAEMONSETS, namespace=None, monotonic=clock, sleep=clock.sleep,
+                    backoff=overload_backoff())
+    assert clock.slept == [3.0]
 
 
 async def test_an_overload_that_outlasts_the_patience_ends_start_up() -> None:
