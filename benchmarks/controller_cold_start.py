@@ -74,17 +74,48 @@ def sim_args(startup: float) -> list[str]:
     return ["--log-level", "warning", "--pod-startup-seconds", str(startup)]
 
 
-def create_window(records: list[dict[str, Any]], *, agent: str) -> dict[str, Any]:
-    """First/last pod-create time (sim clock) and count for requests whose user agent starts with ``agent``."""
+def create_window(records: list[dict[str, Any]], *, agent: str, burst: int | None = None) -> dict[str, Any]:
+    """First/last pod-create time (sim clock) and count for requests whose user agent starts with ``agent``.
+
+    With ``burst`` (a client that sends groups of ``burst`` creates in slow-start batches), the
+    gaps between consecutive creates are also split by where they fall (``slow_start_gaps``).
+    """
     times = [r["time"] for r in records
              if r["verb"] == "create" and r["resource"] == "pods" and not r["subresource"]
              and r["code"] == 201 and str(r["user_agent"]).startswith(agent)]
     if not times:
         return {"creates": 0}
     span = max(times) - min(times)
-    return {"creates": len(times), "first_to_last_seconds": round(span, 3),
-            "creates_per_second": round(len(times) / span, 1) if span > 0 else None,
-            "stalls": stalls(times)}
+    out = {"creates": len(times), "first_to_last_seconds": round(span, 3),
+           "creates_per_second": round(len(times) / span, 1) if span > 0 else None,
+           "stalls": stalls(times)}
+    if burst:
+        out["slow_start_gaps"] = slow_start_gaps(times, burst=burst)
+    return out
+
+
+def slow_start_gaps(times: list[float], *, burst: int) -> dict[str, Any]:
+    """The gaps between consecutive creates, by position in a group of ``burst`` slow-start creates.
+
+    ``inside``: between two creates of one batch (the sim's own pace); ``after_<n>``: the barrier
+    after the batch that brings the group to ``n`` creates (the batch waits for its slowest
+    request); ``between_groups``: from a group's last create to the next group's first. For the
+    controller a group is one sync, so that gap holds the wait for the sync's ADDED events,
+    the next sync's planning and its first round trip. Assumes no create failed (a failed batch
+    ends its group early and shifts the positions after it).
+    """
+    ends, done = set(), 0
+    for size in slow_start_batches(burst):
+        done += size
+        ends.add(done)
+    buckets: dict[str, list[float]] = {}
+    for index, (a, b) in enumerate(itertools.pairwise(sorted(times))):
+        position = index % burst + 1
+        name = "between_groups" if position == burst else f"after_{position}" if position in ends else "inside"
+        buckets.setdefault(name, []).append(b - a)
+    return {name: {"count": len(gaps), "total_seconds": round(sum(gaps), 3),
+                   "median_ms": round(1000 * statistics.median(gaps), 2)}
+            for name, gaps in sorted(buckets.items(), key=lambda kv: -sum(kv[1]))}
 
 
 def stalls(times: list[float], *, over: float = 0.01) -> dict[str, Any]:
@@ -168,7 +199,8 @@ async def raw_phase(args: argparse.Namespace, *, slow_start: bool = False, owned
         "post_seconds": round(posted, 3), "creates_per_second": round(args.nodes / posted, 1),
         # This process's CPU while posting: the client's, plus the driver's pod watch.
         "client_cpu_seconds_while_posting": round(posting_cpu, 2),
-        "sim_log": create_window(records, agent="dsctl-bench/raw"), "request_log_dropped": dropped,
+        "sim_log": create_window(records, agent="dsctl-bench/raw", burst=args.burst_replicas if slow_start else None),
+        "request_log_dropped": dropped,
         "all_ready_seconds": round(ready, 3), "ready_pods_per_second": round(args.nodes / ready, 1),
         "sim_cpu_seconds": round(sim_after["cpu_seconds"] - sim_before["cpu_seconds"], 2),
         "sim_rss_mib": sim_after["rss_mib"], "curves_percent_to_seconds": curves,
@@ -241,7 +273,7 @@ async def controller_phase(args: argparse.Namespace, label: str, extra: list[str
     out = {
         "args": extra, "controller_startup_to_ready_seconds": round(startup, 3),
         "all_created_seconds": round(created, 3), "created_pods_per_second": round(args.nodes / created, 1),
-        "sim_log": create_window(records, agent="dsctl/"), "request_log_dropped": dropped,
+        "sim_log": create_window(records, agent="dsctl/", burst=args.burst_replicas), "request_log_dropped": dropped,
         "all_ready_seconds": round(ready, 3), "ready_pods_per_second": round(args.nodes / ready, 1),
         "status_number_ready_seconds": round(status_done, 3),
         "pods_seen": len(watch.pods), "extra_pods": extra_pods,
@@ -380,11 +412,31 @@ def round_summary(result: dict[str, Any]) -> dict[str, Any]:
             out[f"{phase}_creates_per_second"] = result[phase]["sim_log"].get("creates_per_second")
     for key, value in result.items():
         if key.startswith("controller_"):
+            gaps = value["sim_log"].get("slow_start_gaps") or {}
             out[key] = {"creates_per_second": value["sim_log"].get("creates_per_second"),
                         "stall_seconds": value["sim_log"].get("stalls", {}).get("total_seconds"),
+                        "between_syncs_seconds": (gaps.get("between_groups") or {}).get("total_seconds"),
                         "controller_cpu_seconds": value["controller_cpu_seconds"], "syncs": value["syncs"]}
     out["ratios"] = {phase: r["create_rate_vs_raw"] for phase, r in (result.get("ratios") or {}).items()}
     return out
+
+
+def rate_medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each phase's median create rate over the rounds, and each controller phase's median over
+    the raw one. The raw rate moves most from round to round; the ratio of the medians is less
+    sensitive to one fast or slow raw round than the median of the per-round ratios."""
+    rates: dict[str, list[float]] = {}
+    for summary in rounds:
+        for key, value in summary.items():
+            if key.endswith("_creates_per_second") and value:
+                rates.setdefault(key.removesuffix("_creates_per_second"), []).append(float(value))
+            elif key.startswith("controller_") and value.get("creates_per_second"):
+                rates.setdefault(key.removeprefix("controller_"), []).append(float(value["creates_per_second"]))
+    medians = {phase: statistics.median(values) for phase, values in rates.items()}
+    raw = medians.get("raw")
+    return {"rate_median": {phase: round(value, 1) for phase, value in sorted(medians.items())},
+            "ratio_of_medians": {phase: round(value / raw, 3) for phase, value in sorted(medians.items())
+                                 if phase != "raw"} if raw else {}}
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -409,6 +461,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             phase: statistics.median(r["ratios"][phase] for r in rounds if r["ratios"].get(phase) is not None)
             for phase in phases
         }
+        result.update(rate_medians(rounds))
     plot(result)
     return result
 
