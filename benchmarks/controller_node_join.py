@@ -93,7 +93,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             latencies: list[float] = []
             first: list[float] = []
             post: list[float] = []
-            cpu_before = proc_usage(pid)
+            cpu_before, sim_before = proc_usage(pid), proc_usage(sim.pid)
             syncs_before = histogram((await ctl.get("/metrics"))[1], "dsctl_sync_duration_seconds")
             session = sim.session()
             async with profile(pid if args.profile else None, f"{NAME}-{args.tag}" if args.tag else NAME) as hot:
@@ -118,7 +118,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     if j % 10 == 9:
                         log("joins", done=j + 1, last_ms=round(1000 * latencies[-1], 1))
                     await asyncio.sleep(args.join_interval)
-            cpu_after = proc_usage(pid)
+            cpu_after, sim_after = proc_usage(pid), proc_usage(sim.pid)
             syncs_after = histogram((await ctl.get("/metrics"))[1], "dsctl_sync_duration_seconds")
         finally:
             await client.close()
@@ -126,8 +126,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     result["all_pods_created"] = summary(latencies)
     result["first_pod_created"] = summary(first)
     result["node_post"] = summary(post)
+    # In join order: a tail that is one slow join or a drift over the run tells different stories.
+    result["all_pods_created_ms"] = [round(1000 * seconds, 1) for seconds in latencies]
     result["controller_cpu_ms_per_join"] = round(
         1000 * (cpu_after["cpu_seconds"] - cpu_before["cpu_seconds"]) / args.joins, 1)
+    result["sim_cpu_ms_per_join"] = round(
+        1000 * (sim_after["cpu_seconds"] - sim_before["cpu_seconds"]) / args.joins, 1)
     syncs = syncs_after["count"] - syncs_before["count"]
     result["syncs_per_join"] = round(syncs / args.joins, 1)
     result["sync_ms_mean"] = round(1000 * (syncs_after["sum"] - syncs_before["sum"]) / syncs, 2) if syncs else None

@@ -31,6 +31,7 @@ from dsctl.daemonset.eligibility import Fit
 from dsctl.daemonset.inplace import in_place_pending
 from dsctl.daemonset.manage import manage_node
 from dsctl.daemonset.plan import Plan, Status, merge_plans
+from dsctl.daemonset.sharedmap import SharedMap
 from dsctl.daemonset.status import NO_COUNTS, Counts, node_counts, status_of
 from dsctl.daemonset.template import is_pod_updated
 from dsctl_api.objects import deletion_timestamp, is_map
@@ -116,12 +117,13 @@ def _one_pod(node: str, fit: Fit, live: tuple[Obj, ...], manage: Plan, *, basis:
 class NodeTable:
     """Every known node's outcome for one DaemonSet, with the sums a sync needs.
 
-    Frozen: ``updated`` returns a new table (one dict copy, no per-node work for the nodes
-    that did not change). Nodes without a node object and without pods are not kept.
+    Frozen: ``updated`` returns a new table that shares the unchanged nodes' entries with this
+    one (``sharedmap``), so its cost follows the nodes that changed, not the cluster. Nodes
+    without a node object and without pods are not kept.
     """
 
     basis: Basis | None = None
-    outcomes: Mapping[str, NodeOutcome] = field(default_factory=dict)
+    outcomes: Mapping[str, NodeOutcome] = field(default_factory=SharedMap)
     totals: Counts = NO_COUNTS
     acting: frozenset[str] = frozenset()
     """Nodes whose manage plan is not empty."""
@@ -131,16 +133,18 @@ class NodeTable:
 
     def updated(self, outcomes: Iterable[NodeOutcome], *, gone: Iterable[str] = ()) -> NodeTable:
         """This table with ``outcomes`` replacing their nodes' entries and ``gone`` dropped."""
-        table = dict(self.outcomes)
+        before = self.outcomes
+        changes: dict[str, NodeOutcome | None] = {}  # None: the node's entry goes
         totals = list(self.totals)
         acting, volatile = set(self.acting), set(self.volatile)
         old = self.old
 
         def drop(node: str) -> None:
             nonlocal old
-            previous = table.pop(node, None)
+            previous = changes[node] if node in changes else before.get(node)
             if previous is None:
                 return
+            changes[node] = None
             for i, value in enumerate(previous.counts):
                 totals[i] -= value
             old -= previous.old
@@ -149,14 +153,14 @@ class NodeTable:
 
         for node in gone:
             drop(node)
-        fresh = not table
+        fresh = not before
         for outcome in outcomes:
             node = outcome.node
             if not fresh:
                 drop(node)
             if outcome.fit is None and not outcome.pods:
                 continue
-            table[node] = outcome
+            changes[node] = outcome
             counts = outcome.counts
             if counts is not NO_COUNTS:
                 for i, value in enumerate(counts):
@@ -166,6 +170,9 @@ class NodeTable:
                 acting.add(node)
             if outcome.volatile:
                 volatile.add(node)
+        shared = before if isinstance(before, SharedMap) else SharedMap(before)
+        table = shared.updated([(n, o) for n, o in changes.items() if o is not None],
+                               drop=[n for n, o in changes.items() if o is None])
         return NodeTable(basis=self.basis, outcomes=table,
                          totals=(totals[0], totals[1], totals[2], totals[3], totals[4], totals[5]),
                          acting=frozenset(acting), volatile=frozenset(volatile), old=old)
