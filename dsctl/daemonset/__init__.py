@@ -21,6 +21,8 @@ Public surface of the modules owned here (the rolling update and history planner
 - ``plan``: ``Plan``, ``PodRef``, ``Event``, ``Status``, ``merge_plans``, ``soonest``.
 - ``syncplan``: ``plan_sync``, ``SyncSnapshot``, ``SyncPlan``, ``ClusterView``.
 - ``nodeplan``: ``plan_node``, ``NodeTable``, ``Basis`` (incremental planning).
+- ``sharedmap``: ``SharedMap``, the immutable mapping whose updates share unchanged entries
+  (a node table's outcomes).
 - ``eligibility``: ``node_should_run(ds, node) -> Fit``, ``Eligibility.of(ds).check(node)``,
   ``evaluate_nodes(ds, nodes)``, ``verdicts(ds, nodes, fits)``, ``eligibility_signature(node)``.
 - ``tolerations``: ``daemon_tolerations``, ``with_daemon_tolerations``.
