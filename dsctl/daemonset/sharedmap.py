@@ -105,10 +105,10 @@ class SharedMap(Mapping[K, V], Generic[K, V]):
             top[key] = value
         if len(top) > max(_MIN_TOP, len(base) // 16):
             merged = dict(base)
-            for key, value in top.items():
-                if isinstance(value, _Gone):
+            for key, entry in top.items():
+                if isinstance(entry, _Gone):
                     del merged[key]
                 else:
-                    merged[key] = value
+                    merged[key] = entry
             return SharedMap._of(merged, {}, length)
         return SharedMap._of(base, top, length)
