@@ -12,6 +12,7 @@ from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
 from dsctl.kube.ratelimit import Backoff
 from dsctl.kube.resources import DAEMONSETS
+from tests.fakeclock import SleepClock
 
 
 class ScriptedLists:
@@ -31,19 +32,6 @@ class ScriptedLists:
         return {"items": []}
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.slept: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
-
-
 class Ceiling(random.Random):
     """Jitter that always lands on the full delay."""
 
@@ -57,7 +45,7 @@ def _busy(retry_after: float | None = None) -> errors.ApiError:
 
 async def test_an_overloaded_server_is_waited_out() -> None:
     client = ScriptedLists(_busy(), errors.ServerError(503, "ServiceUnavailable", "restarting"), _busy(), None)
-    clock = Clock()
+    clock = SleepClock()
     await preflight(cast(KubeClient, client), DAEMONSETS, namespace=None, monotonic=clock, sleep=clock.sleep,
                     backoff=Backoff(base=0.5, cap=5.0, rng=Ceiling()))
     assert client.calls == 4
@@ -67,7 +55,7 @@ async def test_an_overloaded_server_is_waited_out() -> None:
 async def test_the_waits_are_jittered_and_capped() -> None:
     """Replicas started together spread out: each wait is in [delay/2, delay], delay doubling to 5 s."""
     client = ScriptedLists(*[_busy() for _ in range(8)], None)
-    clock = Clock()
+    clock = SleepClock()
     await preflight(cast(KubeClient, client), DAEMONSETS, namespace=None, monotonic=clock, sleep=clock.sleep,
                     backoff=Backoff(base=0.5, cap=5.0, rng=random.Random(7)))
     ceilings = [0.5, 1.0, 2.0, 4.0, 5.0, 5.0, 5.0, 5.0]
@@ -78,7 +66,7 @@ async def test_the_waits_are_jittered_and_capped() -> None:
 
 async def test_a_longer_retry_after_is_honoured() -> None:
     client = ScriptedLists(_busy(retry_after=3.0), None)
-    clock = Clock()
+    clock = SleepClock()
     await preflight(cast(KubeClient, client), DAEMONSETS, namespace=None, monotonic=clock, sleep=clock.sleep,
                     backoff=overload_backoff())
     assert clock.slept == [3.0]
@@ -86,7 +74,7 @@ async def test_a_longer_retry_after_is_honoured() -> None:
 
 async def test_an_overload_that_outlasts_the_patience_ends_start_up() -> None:
     client = ScriptedLists(*[_busy() for _ in range(100)])
-    clock = Clock()
+    clock = SleepClock()
     with pytest.raises(errors.TooManyRequests):
         await preflight(cast(KubeClient, client), DAEMONSETS, namespace=None, monotonic=clock, sleep=clock.sleep)
     assert clock.now <= OVERLOAD_PATIENCE
@@ -98,7 +86,7 @@ async def test_an_overload_that_outlasts_the_patience_ends_start_up() -> None:
 ])
 async def test_a_misconfiguration_fails_at_once(error: errors.ApiError) -> None:
     client = ScriptedLists(error, None)
-    clock = Clock()
+    clock = SleepClock()
     with pytest.raises(type(error)):
         await preflight(cast(KubeClient, client), DAEMONSETS, namespace=None, monotonic=clock, sleep=clock.sleep)
     assert client.calls == 1 and clock.slept == []

@@ -8,27 +8,13 @@ import random
 import pytest
 
 from dsctl.kube.ratelimit import Backoff, TokenBucket
-
-
-class FakeTime:
-    """A clock whose sleep advances time instantly and records the delays."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    async def sleep(self, delay: float) -> None:
-        self.sleeps.append(delay)
-        self.now += delay
+from tests.fakeclock import SleepClock
 
 
 async def test_burst_is_free_then_paced_at_qps() -> None:
     """The first ``burst`` acquisitions do not wait; later ones are spaced 1/qps apart."""
-    t = FakeTime()
-    bucket = TokenBucket(qps=10, burst=3, clock=t.clock, sleep=t.sleep)
+    t = SleepClock(start=1000.0)
+    bucket = TokenBucket(qps=10, burst=3, clock=t, sleep=t.sleep)
     waits = [await bucket.acquire() for _ in range(6)]
     assert waits[:3] == [0.0, 0.0, 0.0]
     assert waits[3:] == pytest.approx([0.1, 0.1, 0.1])
@@ -37,16 +23,16 @@ async def test_burst_is_free_then_paced_at_qps() -> None:
 
 async def test_concurrent_waiters_queue_in_order() -> None:
     """Waiters that arrive together get successive slots, not the same one."""
-    t = FakeTime()
-    bucket = TokenBucket(qps=2, burst=1, clock=t.clock, sleep=t.sleep)
+    t = SleepClock(start=1000.0)
+    bucket = TokenBucket(qps=2, burst=1, clock=t, sleep=t.sleep)
     reserved = [bucket.reserve() for _ in range(4)]
     assert reserved == pytest.approx([0.0, 0.5, 1.0, 1.5])
 
 
 async def test_refill_caps_at_burst() -> None:
     """A long idle period refills at most ``burst`` tokens."""
-    t = FakeTime()
-    bucket = TokenBucket(qps=1, burst=2, clock=t.clock, sleep=t.sleep)
+    t = SleepClock(start=1000.0)
+    bucket = TokenBucket(qps=1, burst=2, clock=t, sleep=t.sleep)
     t.now += 100
     assert [bucket.try_acquire() for _ in range(3)] == [True, True, False]
 
