@@ -35,6 +35,7 @@ def overload_backoff() -> Backoff:
     (a rollout of the controller's Deployment) do not retry in step."""
     return Backoff(base=0.5, cap=5.0)
 
+
 log = structlog.get_logger(__name__)
 
 
