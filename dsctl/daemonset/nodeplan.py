@@ -123,7 +123,7 @@ class NodeTable:
     """
 
     basis: Basis | None = None
-    outcomes: Mapping[str, NodeOutcome] = field(default_factory=SharedMap)
+    outcomes: SharedMap[str, NodeOutcome] = field(default_factory=SharedMap)
     totals: Counts = NO_COUNTS
     acting: frozenset[str] = frozenset()
     """Nodes whose manage plan is not empty."""
@@ -170,8 +170,7 @@ class NodeTable:
                 acting.add(node)
             if outcome.volatile:
                 volatile.add(node)
-        shared = before if isinstance(before, SharedMap) else SharedMap(before)
-        table = shared.updated([(n, o) for n, o in changes.items() if o is not None],
+        table = before.updated([(n, o) for n, o in changes.items() if o is not None],
                                drop=[n for n, o in changes.items() if o is None])
         return NodeTable(basis=self.basis, outcomes=table,
                          totals=(totals[0], totals[1], totals[2], totals[3], totals[4], totals[5]),
