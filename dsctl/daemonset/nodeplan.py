@@ -21,6 +21,7 @@ A table built from scratch and a table updated step by step over the same histor
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -125,8 +126,12 @@ class NodeTable:
     basis: Basis | None = None
     outcomes: SharedMap[str, NodeOutcome] = field(default_factory=SharedMap)
     totals: Counts = NO_COUNTS
+    creating: tuple[str, ...] = ()
+    """Nodes whose manage plan is one create on that node and nothing else, sorted by name.
+    Kept apart because a cold start has thousands of them: the manage plan of a table holding
+    only these is this tuple, with no per-node merge or sort in the sync."""
     acting: frozenset[str] = frozenset()
-    """Nodes whose manage plan is not empty."""
+    """Nodes whose manage plan holds anything else (deletes, events, backoff, a requeue)."""
     volatile: frozenset[str] = frozenset()
     old: int = 0
     """How many nodes hold a live pod of another revision."""
@@ -137,6 +142,8 @@ class NodeTable:
         changes: dict[str, NodeOutcome | None] = {}  # None: the node's entry goes
         totals = list(self.totals)
         acting, volatile = set(self.acting), set(self.volatile)
+        stopped: set[str] = set()  # nodes leaving ``creating``
+        started: set[str] = set()  # nodes joining it
         old = self.old
 
         def drop(node: str) -> None:
@@ -148,6 +155,9 @@ class NodeTable:
             for i, value in enumerate(previous.counts):
                 totals[i] -= value
             old -= previous.old
+            if _lone_create(previous):
+                stopped.add(node)
+                started.discard(node)
             acting.discard(node)
             volatile.discard(node)
 
@@ -166,7 +176,9 @@ class NodeTable:
                 for i, value in enumerate(counts):
                     totals[i] += value
             old += outcome.old
-            if not outcome.manage.empty:
+            if _lone_create(outcome):
+                started.add(node)
+            elif not outcome.manage.empty:
                 acting.add(node)
             if outcome.volatile:
                 volatile.add(node)
@@ -174,11 +186,17 @@ class NodeTable:
                                drop=[n for n, o in changes.items() if o is None])
         return NodeTable(basis=self.basis, outcomes=table,
                          totals=(totals[0], totals[1], totals[2], totals[3], totals[4], totals[5]),
+                         creating=_resorted(self.creating, stopped, started),
                          acting=frozenset(acting), volatile=frozenset(volatile), old=old)
 
     def manage_plan(self) -> Plan:
         """The manage plan of the whole DaemonSet: the acting nodes' plans in node-name order."""
-        return merge_plans(self.outcomes[node].manage for node in sorted(self.acting))
+        if not self.acting:
+            return Plan(creates=self.creating) if self.creating else _NOTHING
+        order = sorted(self.acting)
+        if self.creating:
+            order = list(heapq.merge(order, self.creating))
+        return merge_plans(self.outcomes[node].manage for node in order)
 
     def should_run(self) -> list[str]:
         """Nodes where the pod should run (for the rolling update's budgets)."""
@@ -196,3 +214,25 @@ class NodeTable:
     def status(self) -> Status:
         """The counters as a ``plan.Status``."""
         return status_of(self.totals)
+
+
+_NOTHING = Plan()
+
+
+def _lone_create(outcome: NodeOutcome) -> bool:
+    """Whether the outcome's manage plan is exactly one create on its own node."""
+    manage = outcome.manage
+    return (len(manage.creates) == 1 and manage.creates[0] == outcome.node and not manage.deletes
+            and not manage.updates and not manage.events and not manage.backoff_steps
+            and manage.requeue_after is None)
+
+
+def _resorted(nodes: tuple[str, ...], leaving: set[str], joining: set[str]) -> tuple[str, ...]:
+    """The sorted ``nodes`` less ``leaving`` plus ``joining`` (disjoint from what stays), sorted."""
+    if not leaving and not joining:
+        return nodes
+    kept = [n for n in nodes if n not in leaving] if leaving else list(nodes)
+    if joining:
+        kept.extend(joining)
+        kept.sort()  # one sorted run plus a short tail: the sort only sorts the tail and merges
+    return tuple(kept)

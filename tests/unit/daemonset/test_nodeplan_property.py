@@ -18,6 +18,7 @@ from dsctl.controller.backoff import FailedPodBackoff
 from dsctl.daemonset import history as hist
 from dsctl.daemonset.eligibility import Eligibility
 from dsctl.daemonset.nodeplan import NodeTable
+from dsctl.daemonset.plan import Plan, merge_plans
 from dsctl.daemonset.syncplan import SyncPlan, SyncSnapshot, plan_sync
 from dsctl.daemonset.template import HASH_LABEL, target_node
 from dsctl_api.pods import controller_ref
@@ -194,6 +195,11 @@ def _acts(plan: SyncPlan) -> tuple[Any, ...]:
     )
 
 
+def _merged_in_node_order(table: NodeTable) -> Plan:
+    """The reference for ``NodeTable.manage_plan``: every node's manage plan, merged by node name."""
+    return merge_plans(outcome.manage for _, outcome in sorted(table.outcomes.items()))
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kind=st.sampled_from(["plain", "surge", "selector"]), steps=_steps)
 def test_incremental_plan_equals_full_plan(kind: str, steps: list[tuple[str, str, str]]) -> None:
@@ -206,6 +212,9 @@ def test_incremental_plan_equals_full_plan(kind: str, steps: list[tuple[str, str
         full = world.plan(None)
         assert not incremental.full
         assert _acts(incremental) == _acts(full), step
+        for plan in (incremental, full):
+            assert plan.table is not None
+            assert plan.table.manage_plan() == _merged_in_node_order(plan.table), step
         world.table = incremental.table
         for key in full.pods.backoff_steps:  # as the executor does
             world.backoff.next(key, now=world.now)
