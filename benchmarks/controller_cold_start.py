@@ -177,16 +177,19 @@ async def raw_phase(args: argparse.Namespace, *, slow_start: bool = False, owned
                     if resp.status != 201:
                         errors[resp.status] = errors.get(resp.status, 0) + 1
 
-            start, cpu_start = time.monotonic(), time.process_time()
-            if slow_start:
-                for group in range(0, len(bodies), args.burst_replicas):
-                    position = group
-                    for size in slow_start_batches(min(args.burst_replicas, len(bodies) - group)):
-                        await asyncio.gather(*(post(i) for i in range(position, position + size)))
-                        position += size
-            else:
-                await asyncio.gather(*(worker() for _ in range(args.raw_concurrency)))
-            posted, posting_cpu = time.monotonic() - start, time.process_time() - cpu_start
+            label = "raw-slow-start" if slow_start else "raw-owned" if owned else "raw"
+            async with profile(sim.pid if args.profile_sim else None, f"{NAME}-sim-{label}",
+                               rate=args.profile_rate) as sim_hot:
+                start, cpu_start = time.monotonic(), time.process_time()
+                if slow_start:
+                    for group in range(0, len(bodies), args.burst_replicas):
+                        position = group
+                        for size in slow_start_batches(min(args.burst_replicas, len(bodies) - group)):
+                            await asyncio.gather(*(post(i) for i in range(position, position + size)))
+                            position += size
+                else:
+                    await asyncio.gather(*(worker() for _ in range(args.raw_concurrency)))
+                posted, posting_cpu = time.monotonic() - start, time.process_time() - cpu_start
         await wait_until(lambda: watch.count("ready") >= args.nodes, timeout=args.timeout, what="raw pods Ready")
         ready = watch.last("ready") - start
         curves = {"created": watch.curve("seen", since=start), "ready": watch.curve("ready", since=start)}
@@ -205,7 +208,8 @@ async def raw_phase(args: argparse.Namespace, *, slow_start: bool = False, owned
         "sim_cpu_seconds": round(sim_after["cpu_seconds"] - sim_before["cpu_seconds"], 2),
         "sim_rss_mib": sim_after["rss_mib"], "curves_percent_to_seconds": curves,
     }
-    label = "raw-slow-start" if slow_start else "raw-owned" if owned else "raw"
+    if sim_hot:
+        out["sim_profile"] = sim_hot
     log(label, **{k: out[k] for k in ("creates_per_second", "all_ready_seconds")})
     return out
 
@@ -237,7 +241,9 @@ async def controller_phase(args: argparse.Namespace, label: str, extra: list[str
                                                   user_agent="dsctl-bench/driver")
             spied = pid if args.profile else None
             try:
-                async with profile(spied, f"{NAME}-{label}", rate=args.profile_rate) as hot:
+                async with profile(spied, f"{NAME}-{label}", rate=args.profile_rate) as hot, \
+                        profile(sim.pid if args.profile_sim else None, f"{NAME}-sim-{label}",
+                                rate=args.profile_rate) as sim_hot:
                     async with cprofile_window(pid if stats else None, stats) as costs:
                         start = time.monotonic()
                         await client.create(DAEMONSETS, daemonset("agent"), namespace="default")
@@ -289,8 +295,11 @@ async def controller_phase(args: argparse.Namespace, label: str, extra: list[str
     }
     if args.timeline:
         out["timeline"] = sync_timeline(records, ctl.logs)
+
     if hot:
         out["profile"] = hot
+    if sim_hot:
+        out["sim_profile"] = sim_hot
     if costs:
         out["cprofile"] = costs
     log(label, **{k: out[k] for k in ("all_created_seconds", "all_ready_seconds", "controller_cpu_seconds")})
@@ -507,6 +516,9 @@ def main() -> None:
                         choices=[*RAW_PHASES, *PHASES])
     parser.add_argument("--profile", action="store_true",
                         help="sample the controller with py-spy during each controller phase")
+    parser.add_argument("--profile-sim", action="store_true",
+                        help="sample the simulator with py-spy while each phase creates (raw) or until all "
+                             "pods are Ready (controller): results/<name>-sim-<phase>.folded")
     parser.add_argument("--profile-rate", type=int, default=50, help="py-spy samples per second")
     parser.add_argument("--cprofile", action="store_true",
                         help="run the controller under cProfile (CPU clock) from the DaemonSet's POST to "
