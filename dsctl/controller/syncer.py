@@ -12,10 +12,12 @@ The one order of a sync is ``syncplan.plan_sync`` (deciding) followed by ``SyncE
 
 One departure from upstream, which syncs on every wake-up: while a DaemonSet's own creates or
 deletes are still on their way back (expectations unsatisfied), its spec is the one last
-planned, and its status was written less than ``STATUS_REFRESH_SECONDS`` ago, a sync is put
+planned, and its status was written less than ``DEFERRED_STATUS_SECONDS`` ago, a sync is put
 off until the status is due (``Deferred``). Such a sync could only write status, and the event that
 satisfies the expectations syncs again anyway; in a cold start it ran between every two
-creating syncs, on the critical path (BENCHMARKS.md §17). The changes noted meanwhile stay in
+creating syncs, on the critical path (BENCHMARKS.md §17). A run of creating syncs writes its
+status every ``STATUS_REFRESH_SECONDS`` itself, after its creates (``executor``), so the longer
+bound here only serves a run that stalls. The changes noted meanwhile stay in
 the ``ChangeLog`` for the sync that plans them. A DaemonSet the API answered 404 for, while the
 cache still holds it, is put off the same way (``StatusWriter.gone_for``).
 """
@@ -58,6 +60,13 @@ __all__ = ["Syncer", "SyncerState"]
 log = structlog.get_logger(__name__)
 
 Obj = Mapping[str, Any]
+
+DEFERRED_STATUS_SECONDS = 2 * STATUS_REFRESH_SECONDS
+"""A sync held back by its expectations runs anyway, to write status, once the status is this old.
+
+Twice the creating syncs' own refresh: at one second both raced, and when the status fell due
+in the wait for a batch's ADDED events, a status-only sync took the key for its round trip
+(20 to 30 ms on a busy server) just as the events released the next creating sync."""
 
 RECOUNT_SECONDS = 300.0
 """How often a DaemonSet is planned from scratch and compared with its incremental table."""
@@ -197,9 +206,9 @@ class Syncer:
         if basis is None or basis.uid != uid_of(ds) or basis.generation != generation_of(ds):
             return None
         age = self._status.age(key)
-        if age is None or age >= STATUS_REFRESH_SECONDS:
+        if age is None or age >= DEFERRED_STATUS_SECONDS:
             return None
-        return STATUS_REFRESH_SECONDS - age
+        return DEFERRED_STATUS_SECONDS - age
 
     def _held_for(self, key: str) -> float | None:
         """Seconds until the expectations or pending patches holding ``key`` back expire."""

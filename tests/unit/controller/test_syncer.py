@@ -160,8 +160,8 @@ async def test_a_deleted_daemonset_forgets_its_table() -> None:
 
 
 async def test_a_sync_waits_for_its_creates_while_the_status_is_fresh() -> None:
-    """Creates in flight and a status written under a second ago: the sync is put off until the
-    status is due, writing nothing and keeping the changes; once observed, the next sync acts."""
+    """Creates in flight and a status written under two seconds ago: the sync is put off until
+    the status is due, writing nothing and keeping the changes; once observed, the next sync acts."""
     rig = Rig(nodes=5, burst=2)
     await rig.syncer.sync(KEY)  # creates 2 (the burst), writes status; nothing observed yet
     writes = len(rig.fake.calls)
@@ -169,7 +169,7 @@ async def test_a_sync_waits_for_its_creates_while_the_status_is_fresh() -> None:
     rig.clock.now += 0.4
     outcome = await rig.syncer.sync(KEY)
     assert isinstance(outcome, Deferred)
-    assert abs(outcome.requeue_after - 0.6) < 1e-9
+    assert abs(outcome.requeue_after - 1.6) < 1e-9
     assert len(rig.fake.calls) == writes
     assert rig.changes.take(KEY) == frozenset({"n9"})  # still there for the sync that plans it
     rig.changes.node_changed("n9")
@@ -179,10 +179,12 @@ async def test_a_sync_waits_for_its_creates_while_the_status_is_fresh() -> None:
 
 
 async def test_a_due_status_or_a_new_spec_is_not_put_off() -> None:
-    """Creates still in flight, but the status is a second old, or the spec changed: sync now."""
+    """Creates still in flight, but the status is two seconds old, or the spec changed: sync now."""
     rig = Rig(nodes=5, burst=2)
     await rig.syncer.sync(KEY)
-    rig.clock.now += 1.0
+    rig.clock.now += 1.9
+    assert isinstance(await rig.syncer.sync(KEY), Deferred)
+    rig.clock.now += 0.1
     assert not isinstance(await rig.syncer.sync(KEY), Deferred)
 
     rig = Rig(nodes=5, burst=2)
@@ -201,10 +203,10 @@ async def test_a_held_back_sync_comes_back_when_its_expectations_expire() -> Non
     so a lost event cannot leave the DaemonSet waiting for an event that never comes."""
     rig = Rig(nodes=5, burst=2)
     await rig.syncer.sync(KEY)  # two creates in flight, never observed here
-    rig.clock.now += 1.0  # the status is due: not put off
+    rig.clock.now += 2.0  # the status is due: not put off
     outcome = await rig.syncer.sync(KEY)
     assert isinstance(outcome, Done)
-    assert outcome.requeue_after is not None and abs(outcome.requeue_after - (300.0 - 1.0)) < 1e-6
+    assert outcome.requeue_after is not None and abs(outcome.requeue_after - (300.0 - 2.0)) < 1e-6
 
 
 async def test_a_daemonset_the_api_says_is_gone_is_not_acted_on_from_a_stale_cache() -> None:
