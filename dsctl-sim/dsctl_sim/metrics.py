@@ -1,10 +1,10 @@
 """Prometheus metrics of the simulated API server, served at ``GET /metrics``.
 
 Named after kube-apiserver's own where one exists, with a ``sim_`` prefix so nobody mistakes
-them for a real control plane's: requests by verb, resource and code with their latency,
-plus object counts, open watches, the current resourceVersion and injected faults read live
-from storage at scrape time. Each server has its own registry, so several simulators can
-run in one process (tests) without clashing.
+them for a real control plane's: requests by verb, resource and code with their latency, the
+delay between a change and its watch streams sending it, plus object counts, open watches, the
+current resourceVersion and injected faults read live from storage at scrape time. Each server
+has its own registry, so several simulators can run in one process (tests) without clashing.
 """
 
 from __future__ import annotations
@@ -57,12 +57,22 @@ class SimMetrics:
             "sim_apiserver_request_duration_seconds", "API request latency (watch: until the stream starts).",
             ["verb"], buckets=_BUCKETS, registry=self.registry,
         )
+        self.watch_delivery = Histogram(
+            "sim_apiserver_watch_delivery_seconds",
+            "From a change being queued for a watch stream to the stream sending it: observed once "
+            "per batch sent, for the batch's oldest change.",
+            ["resource"], buckets=_BUCKETS, registry=self.registry,
+        )
         self.registry.register(_StateCollector(storage, faults))
 
     def observe(self, *, verb: str, resource: str, code: int, seconds: float) -> None:
         """Count one answered request."""
         self.requests.labels(verb, resource, str(code)).inc()
         self.latency.labels(verb).observe(seconds)
+
+    def watch_delivered(self, *, resource: str, seconds: float) -> None:
+        """A watch stream sent a batch whose oldest change had waited ``seconds``."""
+        self.watch_delivery.labels(resource).observe(seconds)
 
     def render(self) -> bytes:
         """The text exposition of every metric."""

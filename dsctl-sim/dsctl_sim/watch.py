@@ -12,6 +12,7 @@ kube-apiserver does, and buffers the result for the HTTP stream to drain.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -110,6 +111,10 @@ class Watcher:
         self.closed = False
         self.overflowed = False
         self.expired = False
+        self._queued_at: float | None = None  # when the oldest buffered change was offered
+        self.batch_queued_at: float | None = None
+        """When the oldest change of the last ``next_batch`` was offered (None: none was, as for
+        the initial state); the stream reports the batch's delivery delay from it."""
 
     def matches(self, obj: Obj) -> bool:
         """Whether ``obj`` passes this watcher's namespace and selector filters."""
@@ -143,6 +148,8 @@ class Watcher:
         out = self.translate(ev)
         if out is None:
             return
+        if not self._buf:
+            self._queued_at = time.monotonic()
         self._buf.append(out)
         if len(self._buf) > self._max:
             self.overflowed = True
@@ -166,19 +173,25 @@ class Watcher:
 
         Returns an empty list on timeout, and whatever is left (possibly nothing) once closed.
         """
+        self.batch_queued_at = None
         if not self._buf and not self.closed:
             self._wake.clear()
             if max_wait is None:
                 await self._wake.wait()
             else:
                 try:
-                    await asyncio.wait_for(self._wake.wait(), max_wait)
+                    # Not ``wait_for``: it wraps the wait in a task of its own, so a wake-up
+                    # took three turns of a loop that is busy admitting creates, not one.
+                    async with asyncio.timeout(max_wait):
+                        await self._wake.wait()
                 except TimeoutError:
                     return []
         out: list[WatchEvent] = []
         buf = self._buf
         while buf and len(out) < limit:
             out.append(buf.popleft())
+        self.batch_queued_at = self._queued_at if out else None
+        self._queued_at = time.monotonic() if buf else None  # what is left was queued by now at the latest
         return out
 
     def close(self) -> None:

@@ -202,7 +202,11 @@ async def _pump(resp: web.StreamResponse, ctx: _StreamContext, watcher: Watcher)
             delay = state.faults.config.watch_event_latency_ms / 1000.0
             if delay > 0:
                 await asyncio.sleep(delay)
-            await resp.write(b"".join(_event_line(ev, ctx) for ev in batch))
+            lines = b"".join(_event_line(ev, ctx) for ev in batch)
+            if watcher.batch_queued_at is not None and state.metrics is not None:
+                state.metrics.watch_delivered(resource=info.rt.group_resource,
+                                              seconds=time.monotonic() - watcher.batch_queued_at)
+            await resp.write(lines)
         if watcher.closed and not watcher.pending():
             if watcher.expired:
                 floor = state.storage.table(info.rt.key).floor

@@ -201,6 +201,23 @@ async def test_metrics_count_requests_and_objects(api: Api) -> None:
     assert 'sim_apiserver_storage_objects{resource="nodes"} 3.0' in text
 
 
+async def test_metrics_time_the_delivery_of_watch_events(api: Api) -> None:
+    """Every batch of changes a watch stream sends is timed from its oldest change being queued."""
+    rv = (await api.ok("GET", PODS))["metadata"]["resourceVersion"]
+    watch = asyncio.create_task(read_watch(api.http, f"{api.url}{PODS}?watch=1&resourceVersion={rv}",
+                                           stop=lambda evs: len(evs) >= 1))
+
+    async def watching() -> bool:
+        return bool((await api.ok("GET", "/sim/stats"))["watches"])
+
+    await eventually(watching, message="the watch is open")  # so the pod is a change, not a replay
+    await api.ok("POST", PODS, pod("a"))
+    await watch
+    async with api.http.get(api.url + "/metrics") as resp:
+        text = await resp.text()
+    assert 'sim_apiserver_watch_delivery_seconds_count{resource="pods"} 1.0' in text
+
+
 async def test_resource_latency_delays_only_that_resource(api: Api) -> None:
     """resource_latency_ms delays requests on the named resource (by plural or group/plural) only."""
     await api.ok("PUT", "/sim/faults", {"resource_latency_ms": {"coordination.k8s.io/leases": 400}})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import time
 from typing import Any
 
 import pytest
@@ -201,6 +202,25 @@ async def test_watch_selector_transitions() -> None:
     s.update("pods", {**out, "metadata": {**out["metadata"], "labels": {"x": "1"}}})
     batch = await w.next_batch(0)
     assert [e.type for e in batch] == ["DELETED", "ADDED"]
+    w.close()
+
+
+async def test_a_batch_says_when_its_oldest_change_was_queued() -> None:
+    """The stream reports each batch's delivery delay from ``batch_queued_at``: set by the first
+    change offered to an empty buffer, absent for a replay, which was never queued as a change."""
+    s = _storage()
+    s.create("pods", _pod("old"), namespace="default")
+    w = s.watch("pods", since_rv=0)
+    replay = await w.next_batch(0)
+    assert [e.object["metadata"]["name"] for e in replay] == ["old"] and w.batch_queued_at is None
+    before = time.monotonic()
+    s.create("pods", _pod("a"), namespace="default")
+    s.create("pods", _pod("b"), namespace="default")
+    after = time.monotonic()
+    batch = await w.next_batch(0)
+    assert len(batch) == 2
+    assert w.batch_queued_at is not None and before <= w.batch_queued_at <= after
+    assert await w.next_batch(0) == [] and w.batch_queued_at is None
     w.close()
 
 
