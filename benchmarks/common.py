@@ -280,8 +280,8 @@ def summarize_folded(text: str, *, top: int = 20) -> dict[str, Any]:
     total = idle = 0
     for line in text.splitlines():
         stack, _, count_text = line.rpartition(" ")
-        if not stack:
-            continue
+        if not stack or not count_text.isdigit():
+            continue  # a frame name py-spy read torn from a running process (--nonblocking)
         count = int(count_text)
         frames = [_frame(f) for f in stack.split(";")]
         if frames[-1].startswith(_IDLE_LEAVES):
@@ -317,6 +317,33 @@ def histogram(text: str, name: str) -> dict[str, float]:
             out["count"] += value
         elif metric == f"{name}_sum":
             out["sum"] += value
+    return out
+
+
+def bucket_quantiles(text: str, name: str, *, labels: dict[str, str], quantiles: tuple[float, ...] = (0.5, 0.9, 0.99),
+                     ) -> dict[str, float | None]:
+    """Count, mean and quantiles (each the upper bound of the bucket it falls in) of the series of
+    histogram ``name`` whose labels include ``labels``."""
+    buckets: list[tuple[float, float]] = []
+    count = total = 0.0
+    for line in text.splitlines():
+        match = _SAMPLE.match(line)
+        if match is None or not match.group(1).startswith(name):
+            continue
+        found = dict(re.findall(r'(\w+)="([^"]*)"', match.group(2) or ""))
+        if any(found.get(k) != v for k, v in labels.items()):
+            continue
+        metric, value = match.group(1), float(match.group(3))
+        if metric == f"{name}_bucket":
+            buckets.append((float(found["le"]), value))
+        elif metric == f"{name}_count":
+            count = value
+        elif metric == f"{name}_sum":
+            total = value
+    buckets.sort()
+    out: dict[str, float | None] = {"count": count, "mean": total / count if count else None}
+    for q in quantiles:
+        out[f"p{round(q * 100)}"] = next((le for le, seen in buckets if count and seen >= q * count), None)
     return out
 
 

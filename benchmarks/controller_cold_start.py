@@ -10,7 +10,11 @@ plane on: the scheduler binds pods and the kubelet makes them Ready after
    bodies. This is the "physical limit": no client can create pods faster on this sim.
    ``raw_slowstart`` posts the same pods in the controller's batches instead (groups of
    ``--burst-replicas``, each in slow-start batches of 1, 2, 4 ... that wait for their slowest
-   request): the limit for any client that keeps those semantics.
+   request): the limit for any client that keeps those semantics. ``raw_owned`` posts them
+   with their ownerReference, to a DaemonSet no controller acts on: the controller's pods
+   exactly, which cost the sim more to admit and track. ``raw_slowstart_owned`` is both: the
+   same pods in the same batches, so what is left between it and the controller is the
+   controller's own cost. Controller phases report their rate against ``raw_owned`` too.
 2. ``controller-default``: ``python -m dsctl run`` with its defaults (QPS 100, burst 200,
    8 workers, 250 creates per sync); one DaemonSet is created once its caches are synced.
 3. ``controller-qps1000``: the same with ``--kube-api-qps 1000 --kube-api-burst 2000``, to show
@@ -22,11 +26,14 @@ plane on: the scheduler binds pods and the kubelet makes them Ready after
 For each phase: wall time to all pods created (first and last create as the sim logged them,
 and the stalls: gaps of more than 10 ms between consecutive creates)
 and to all pods Ready (observed on a pod watch from this process), creates/s, the controller
-process's CPU seconds and RSS (``/proc``), and the sim's CPU. Ratios to the raw phase are
-computed within the run, because the machine is shared and noisy.
+process's CPU seconds and RSS (``/proc``), the sim's CPU, and how long the sim's pod watch
+streams held a change before sending it (``sim_pod_watch_delivery``). Ratios to the raw phase
+are computed within the run, because the machine is shared and noisy. ``--pin`` gives the sim
+the first CPU to itself and every client the others, as on separate hosts; it steadies the raw
+rate.
 
 Usage: ``python benchmarks/controller_cold_start.py [--nodes 5000] [--phases raw default qps1000 unlimited]
-[--profile | --cprofile]``.
+[--pin] [--rounds N] [--timeline] [--profile | --profile-sim | --cprofile]``.
 Prints the JSON summary and writes ``benchmarks/results/controller_cold_start.json``.
 """
 
@@ -34,11 +41,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime
 import itertools
 import os
 import statistics
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -47,6 +56,7 @@ from common import (
     RESULTS,
     PodWatch,
     SimProcess,
+    bucket_quantiles,
     controller,
     cprofile_window,
     daemonset,
@@ -72,6 +82,44 @@ WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollectio
 def sim_args(startup: float) -> list[str]:
     """Sim flags shared by every phase."""
     return ["--log-level", "warning", "--pod-startup-seconds", str(startup)]
+
+
+@contextlib.asynccontextmanager
+async def pinned(args: argparse.Namespace, *, server: int) -> AsyncIterator[None]:
+    """With ``--pin``: the sim alone on the first CPU, this process (the raw client and the pod
+    watch) on the others, as an API server and its clients run on different hosts; undone after."""
+    if not args.pin:
+        yield
+        return
+    every = os.sched_getaffinity(0)
+    first, rest = min(every), every - {min(every)}
+    os.sched_setaffinity(server, {first})
+    os.sched_setaffinity(0, rest)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, every)
+
+
+def pin_client(args: argparse.Namespace, pid: int, *, server: int) -> None:
+    """With ``--pin``: the controller process beside this one, off the sim's CPU."""
+    if args.pin:
+        every = os.sched_getaffinity(0) | os.sched_getaffinity(server)
+        os.sched_setaffinity(pid, every - {min(every)})
+
+
+async def watch_delivery(sim: SimProcess) -> dict[str, Any]:
+    """How long the sim's pod watch streams (this process's and the controller's) held a change
+    before sending it (``sim_apiserver_watch_delivery_seconds``): batches, and the oldest change's
+    wait per batch in ms (mean, and p50/p90/p99 as bucket upper bounds). Empty on a sim without it."""
+    status, text = await sim.request("GET", "/metrics")
+    if status != 200 or not isinstance(text, str):
+        return {}
+    found = bucket_quantiles(text, "sim_apiserver_watch_delivery_seconds", labels={"resource": "pods"})
+    if not found["count"]:
+        return {}
+    return {"batches": int(found["count"] or 0),
+            **{f"{k}_ms": round(v * 1000, 2) for k, v in found.items() if k != "count" and v is not None}}
 
 
 def create_window(records: list[dict[str, Any]], *, agent: str, burst: int | None = None) -> dict[str, Any]:
@@ -143,7 +191,8 @@ async def raw_phase(args: argparse.Namespace, *, slow_start: bool = False, owned
     controller runs, so nothing else acts on it): the sim then does for them what it does for
     the controller's pods (owner bookkeeping in its garbage collector).
     """
-    async with SimProcess(nodes=args.nodes, args=sim_args(args.pod_startup_seconds), startup_timeout=300) as sim:
+    async with SimProcess(nodes=args.nodes, args=sim_args(args.pod_startup_seconds), startup_timeout=300) as sim, \
+            pinned(args, server=sim.pid):
         ds = daemonset("raw")
         if owned:
             status, created_ds = await sim.request("POST", "/apis/apps/v1/namespaces/default/daemonsets", json=ds)
@@ -177,7 +226,7 @@ async def raw_phase(args: argparse.Namespace, *, slow_start: bool = False, owned
                     if resp.status != 201:
                         errors[resp.status] = errors.get(resp.status, 0) + 1
 
-            label = "raw-slow-start" if slow_start else "raw-owned" if owned else "raw"
+            label = "raw" + ("-slow-start" if slow_start else "") + ("-owned" if owned else "")
             async with profile(sim.pid if args.profile_sim else None, f"{NAME}-sim-{label}",
                                rate=args.profile_rate) as sim_hot:
                 start, cpu_start = time.monotonic(), time.process_time()
@@ -190,11 +239,14 @@ async def raw_phase(args: argparse.Namespace, *, slow_start: bool = False, owned
                 else:
                     await asyncio.gather(*(worker() for _ in range(args.raw_concurrency)))
                 posted, posting_cpu = time.monotonic() - start, time.process_time() - cpu_start
-        await wait_until(lambda: watch.count("ready") >= args.nodes, timeout=args.timeout, what="raw pods Ready")
+                # Inside the sim's profile, as in the controller's phase: the Ready tail is its work too.
+                await wait_until(lambda: watch.count("ready") >= args.nodes, timeout=args.timeout,
+                                 what="raw pods Ready")
         ready = watch.last("ready") - start
         curves = {"created": watch.curve("seen", since=start), "ready": watch.curve("ready", since=start)}
         sim_after = proc_usage(sim.pid)
         records, _, dropped = await request_log(sim, since=0)
+        delivery = await watch_delivery(sim)
         await watch.stop()
     out = {
         "concurrency": "slow-start batches" if slow_start else args.raw_concurrency, "owned": owned,
@@ -206,7 +258,7 @@ async def raw_phase(args: argparse.Namespace, *, slow_start: bool = False, owned
         "request_log_dropped": dropped,
         "all_ready_seconds": round(ready, 3), "ready_pods_per_second": round(args.nodes / ready, 1),
         "sim_cpu_seconds": round(sim_after["cpu_seconds"] - sim_before["cpu_seconds"], 2),
-        "sim_rss_mib": sim_after["rss_mib"], "curves_percent_to_seconds": curves,
+        "sim_rss_mib": sim_after["rss_mib"], "sim_pod_watch_delivery": delivery, "curves_percent_to_seconds": curves,
     }
     if sim_hot:
         out["sim_profile"] = sim_hot
@@ -220,9 +272,11 @@ async def controller_phase(args: argparse.Namespace, label: str, extra: list[str
         launched = time.monotonic()
         stats = RESULTS / f"{NAME}-{label}.prof" if args.cprofile else None
         verbosity = ["--log-level", "debug"] if args.timeline else []
-        async with controller(sim.kubeconfig, *extra, *verbosity, cprofile_to=stats) as ctl:
+        async with pinned(args, server=sim.pid), \
+                controller(sim.kubeconfig, *extra, *verbosity, cprofile_to=stats) as ctl:
             assert ctl.proc is not None
             pid = ctl.proc.pid
+            pin_client(args, pid, server=sim.pid)
 
             async def ready_probe() -> bool:
                 status, _ = await ctl.get("/readyz")
@@ -268,6 +322,7 @@ async def controller_phase(args: argparse.Namespace, label: str, extra: list[str
                 await client.close()
             ctl_after, sim_after = proc_usage(pid), proc_usage(sim.pid)
             records, _, dropped = await request_log(sim, since=0)
+            delivery = await watch_delivery(sim)
             await watch.stop()
             _, metrics = await ctl.get("/metrics")
     writes: dict[str, int] = {}
@@ -287,6 +342,7 @@ async def controller_phase(args: argparse.Namespace, label: str, extra: list[str
         "controller_cpu_seconds": round(ctl_after["cpu_seconds"] - ctl_before["cpu_seconds"], 2),
         "controller_rss_mib": ctl_after["rss_mib"], "controller_peak_rss_mib": ctl_after["peak_rss_mib"],
         "sim_cpu_seconds": round(sim_after["cpu_seconds"] - sim_before["cpu_seconds"], 2),
+        "sim_pod_watch_delivery": delivery,
         "sync_errors_logged": sum(1 for e in ctl.logs if e.get("event") == "sync_retry"),
         "controller_log_lines": len(ctl.raw), "top_log_events": top_events(ctl.logs),
         "syncs": int(histogram(metrics, "dsctl_sync_duration_seconds")["count"]),
@@ -366,7 +422,7 @@ def top_events(logs: list[dict[str, Any]], *, top: int = 5) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: -kv[1])[:top])
 
 
-RAW_PHASES = ("raw", "raw_slowstart", "raw_owned")
+RAW_PHASES = ("raw", "raw_slowstart", "raw_owned", "raw_slowstart_owned")
 PHASES = {
     "default": [],
     "qps1000": ["--kube-api-qps", "1000", "--kube-api-burst", "2000"],
@@ -385,6 +441,8 @@ async def one_round(args: argparse.Namespace) -> dict[str, Any]:
         result["raw_slowstart"] = await raw_phase(args, slow_start=True)
     if "raw_owned" in args.phases:
         result["raw_owned"] = await raw_phase(args, owned=True)
+    if "raw_slowstart_owned" in args.phases:
+        result["raw_slowstart_owned"] = await raw_phase(args, slow_start=True, owned=True)
     for phase in args.phases:
         if phase in RAW_PHASES:
             continue
@@ -403,8 +461,10 @@ async def one_round(args: argparse.Namespace) -> dict[str, Any]:
                 continue
             ctl_rate = ctl["sim_log"].get("creates_per_second") or 0.0
             raw_rate = raw["sim_log"].get("creates_per_second") or 0.0
+            owned = (result.get("raw_owned") or {}).get("sim_log", {}).get("creates_per_second")
             ratios[phase] = {
                 "create_rate_vs_raw": round(ctl_rate / raw_rate, 3) if raw_rate else None,
+                **({"create_rate_vs_raw_owned": round(ctl_rate / owned, 3)} if owned else {}),
                 "created_pods_per_second_vs_raw_post": round(ctl["created_pods_per_second"]
                                                              / raw["creates_per_second"], 3),
                 "all_ready_seconds_vs_raw": round(ctl["all_ready_seconds"] / raw["all_ready_seconds"], 3),
@@ -427,6 +487,10 @@ def round_summary(result: dict[str, Any]) -> dict[str, Any]:
                         "between_syncs_seconds": (gaps.get("between_groups") or {}).get("total_seconds"),
                         "controller_cpu_seconds": value["controller_cpu_seconds"], "syncs": value["syncs"]}
     out["ratios"] = {phase: r["create_rate_vs_raw"] for phase, r in (result.get("ratios") or {}).items()}
+    vs_owned = {phase: r["create_rate_vs_raw_owned"] for phase, r in (result.get("ratios") or {}).items()
+                if r.get("create_rate_vs_raw_owned") is not None}
+    if vs_owned:
+        out["ratios_vs_raw_owned"] = vs_owned
     return out
 
 
@@ -442,10 +506,15 @@ def rate_medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
             elif key.startswith("controller_") and value.get("creates_per_second"):
                 rates.setdefault(key.removeprefix("controller_"), []).append(float(value["creates_per_second"]))
     medians = {phase: statistics.median(values) for phase, values in rates.items()}
-    raw = medians.get("raw")
-    return {"rate_median": {phase: round(value, 1) for phase, value in sorted(medians.items())},
-            "ratio_of_medians": {phase: round(value / raw, 3) for phase, value in sorted(medians.items())
-                                 if phase != "raw"} if raw else {}}
+    raw, owned = medians.get("raw"), medians.get("raw_owned")
+    out: dict[str, Any] = {
+        "rate_median": {phase: round(value, 1) for phase, value in sorted(medians.items())},
+        "ratio_of_medians": {phase: round(value / raw, 3) for phase, value in sorted(medians.items())
+                             if phase != "raw"} if raw else {}}
+    if owned:
+        out["ratio_of_medians_vs_raw_owned"] = {
+            phase: round(value / owned, 3) for phase, value in sorted(medians.items()) if not phase.startswith("raw")}
+    return out
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -470,6 +539,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             phase: statistics.median(r["ratios"][phase] for r in rounds if r["ratios"].get(phase) is not None)
             for phase in phases
         }
+        owned = [r["ratios_vs_raw_owned"] for r in rounds if r.get("ratios_vs_raw_owned")]
+        if owned:
+            result["ratio_vs_raw_owned_median"] = {
+                phase: statistics.median(r[phase] for r in owned if r.get(phase) is not None)
+                for phase in sorted({phase for r in owned for phase in r})
+            }
         result.update(rate_medians(rounds))
     plot(result)
     return result
@@ -516,9 +591,12 @@ def main() -> None:
                         choices=[*RAW_PHASES, *PHASES])
     parser.add_argument("--profile", action="store_true",
                         help="sample the controller with py-spy during each controller phase")
+    parser.add_argument("--pin", action="store_true",
+                        help="run the sim alone on the first CPU and every client (this process, the controller) "
+                             "on the others, as on separate hosts (Linux; needs 2 CPUs)")
     parser.add_argument("--profile-sim", action="store_true",
-                        help="sample the simulator with py-spy while each phase creates (raw) or until all "
-                             "pods are Ready (controller): results/<name>-sim-<phase>.folded")
+                        help="sample the simulator with py-spy from each phase's first create until all its "
+                             "pods are Ready: results/<name>-sim-<phase>.folded")
     parser.add_argument("--profile-rate", type=int, default=50, help="py-spy samples per second")
     parser.add_argument("--cprofile", action="store_true",
                         help="run the controller under cProfile (CPU clock) from the DaemonSet's POST to "
