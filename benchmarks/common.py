@@ -51,6 +51,7 @@ __all__ = [
     "PodTimes",
     "PodWatch",
     "SimProcess",
+    "bucket_quantiles",
     "controller",
     "cprofile_window",
     "daemonset",
@@ -61,7 +62,9 @@ __all__ = [
     "proc_usage",
     "profile",
     "request_log",
+    "server_cpu_apart",
     "wait_until",
+    "watch_delivery",
     "write_result",
 ]
 
@@ -322,8 +325,8 @@ def histogram(text: str, name: str) -> dict[str, float]:
 
 def bucket_quantiles(text: str, name: str, *, labels: dict[str, str], quantiles: tuple[float, ...] = (0.5, 0.9, 0.99),
                      ) -> dict[str, float | None]:
-    """Count, mean and quantiles (each the upper bound of the bucket it falls in) of the series of
-    histogram ``name`` whose labels include ``labels``."""
+    """Count, mean and quantiles (each the upper bound of the bucket it falls in; None past the
+    last finite bucket) of histogram ``name``'s one series whose labels include ``labels``."""
     buckets: list[tuple[float, float]] = []
     count = total = 0.0
     for line in text.splitlines():
@@ -343,8 +346,41 @@ def bucket_quantiles(text: str, name: str, *, labels: dict[str, str], quantiles:
     buckets.sort()
     out: dict[str, float | None] = {"count": count, "mean": total / count if count else None}
     for q in quantiles:
-        out[f"p{round(q * 100)}"] = next((le for le, seen in buckets if count and seen >= q * count), None)
+        bound = next((le for le, seen in buckets if count and seen >= q * count), None)
+        out[f"p{round(q * 100)}"] = bound if bound is not None and bound != float("inf") else None
     return out
+
+
+async def watch_delivery(sim: SimProcess, *, resource: str) -> dict[str, Any]:
+    """How long the sim's watch streams of ``resource`` held a change before sending it
+    (``sim_apiserver_watch_delivery_seconds``): batches sent, and per batch its oldest change's
+    wait in ms (mean; p50/p90/p99 as bucket upper bounds). Empty on a sim without the metric."""
+    status, text = await sim.request("GET", "/metrics")
+    if status != 200 or not isinstance(text, str):
+        return {}
+    found = bucket_quantiles(text, "sim_apiserver_watch_delivery_seconds", labels={"resource": resource})
+    if not found["count"]:
+        return {}
+    return {"batches": int(found["count"] or 0),
+            **{f"{k}_ms": round(v * 1000, 2) for k, v in found.items() if k != "count" and v is not None}}
+
+
+@contextlib.asynccontextmanager
+async def server_cpu_apart(server: int, *, enabled: bool) -> AsyncIterator[None]:
+    """With ``enabled``: the process ``server`` alone on the first CPU, this process (and what it
+    starts meanwhile) on the others, as an API server and its clients run on different hosts.
+    This process gets every CPU back after; the server exits with its phase."""
+    if not enabled:
+        yield
+        return
+    every = os.sched_getaffinity(0)
+    first = min(every)
+    os.sched_setaffinity(server, {first})
+    os.sched_setaffinity(0, every - {first})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, every)
 
 
 # -- the sim's request log ----------------------------------------------------------------------

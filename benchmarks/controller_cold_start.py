@@ -14,7 +14,8 @@ plane on: the scheduler binds pods and the kubelet makes them Ready after
    with their ownerReference, to a DaemonSet no controller acts on: the controller's pods
    exactly, which cost the sim more to admit and track. ``raw_slowstart_owned`` is both: the
    same pods in the same batches, so what is left between it and the controller is the
-   controller's own cost. Controller phases report their rate against ``raw_owned`` too.
+   controller's own cost. Controller phases report their rate against each raw phase that ran
+   (``create_rate_vs_raw``, ``..._vs_raw_owned``, ``..._vs_raw_slowstart_owned``).
 2. ``controller-default``: ``python -m dsctl run`` with its defaults (QPS 100, burst 200,
    8 workers, 250 creates per sync); one DaemonSet is created once its caches are synced.
 3. ``controller-qps1000``: the same with ``--kube-api-qps 1000 --kube-api-burst 2000``, to show
@@ -41,13 +42,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import datetime
 import itertools
 import os
 import statistics
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -56,7 +55,6 @@ from common import (
     RESULTS,
     PodWatch,
     SimProcess,
-    bucket_quantiles,
     controller,
     cprofile_window,
     daemonset,
@@ -66,7 +64,9 @@ from common import (
     proc_usage,
     profile,
     request_log,
+    server_cpu_apart,
     wait_until,
+    watch_delivery,
     write_result,
 )
 
@@ -82,44 +82,6 @@ WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollectio
 def sim_args(startup: float) -> list[str]:
     """Sim flags shared by every phase."""
     return ["--log-level", "warning", "--pod-startup-seconds", str(startup)]
-
-
-@contextlib.asynccontextmanager
-async def pinned(args: argparse.Namespace, *, server: int) -> AsyncIterator[None]:
-    """With ``--pin``: the sim alone on the first CPU, this process (the raw client and the pod
-    watch) on the others, as an API server and its clients run on different hosts; undone after."""
-    if not args.pin:
-        yield
-        return
-    every = os.sched_getaffinity(0)
-    first, rest = min(every), every - {min(every)}
-    os.sched_setaffinity(server, {first})
-    os.sched_setaffinity(0, rest)
-    try:
-        yield
-    finally:
-        os.sched_setaffinity(0, every)
-
-
-def pin_client(args: argparse.Namespace, pid: int, *, server: int) -> None:
-    """With ``--pin``: the controller process beside this one, off the sim's CPU."""
-    if args.pin:
-        every = os.sched_getaffinity(0) | os.sched_getaffinity(server)
-        os.sched_setaffinity(pid, every - {min(every)})
-
-
-async def watch_delivery(sim: SimProcess) -> dict[str, Any]:
-    """How long the sim's pod watch streams (this process's and the controller's) held a change
-    before sending it (``sim_apiserver_watch_delivery_seconds``): batches, and the oldest change's
-    wait per batch in ms (mean, and p50/p90/p99 as bucket upper bounds). Empty on a sim without it."""
-    status, text = await sim.request("GET", "/metrics")
-    if status != 200 or not isinstance(text, str):
-        return {}
-    found = bucket_quantiles(text, "sim_apiserver_watch_delivery_seconds", labels={"resource": "pods"})
-    if not found["count"]:
-        return {}
-    return {"batches": int(found["count"] or 0),
-            **{f"{k}_ms": round(v * 1000, 2) for k, v in found.items() if k != "count" and v is not None}}
 
 
 def create_window(records: list[dict[str, Any]], *, agent: str, burst: int | None = None) -> dict[str, Any]:
@@ -192,7 +154,7 @@ async def raw_phase(args: argparse.Namespace, *, slow_start: bool = False, owned
     the controller's pods (owner bookkeeping in its garbage collector).
     """
     async with SimProcess(nodes=args.nodes, args=sim_args(args.pod_startup_seconds), startup_timeout=300) as sim, \
-            pinned(args, server=sim.pid):
+            server_cpu_apart(sim.pid, enabled=args.pin):
         ds = daemonset("raw")
         if owned:
             status, created_ds = await sim.request("POST", "/apis/apps/v1/namespaces/default/daemonsets", json=ds)
@@ -246,7 +208,7 @@ async def raw_phase(args: argparse.Namespace, *, slow_start: bool = False, owned
         curves = {"created": watch.curve("seen", since=start), "ready": watch.curve("ready", since=start)}
         sim_after = proc_usage(sim.pid)
         records, _, dropped = await request_log(sim, since=0)
-        delivery = await watch_delivery(sim)
+        delivery = await watch_delivery(sim, resource="pods")
         await watch.stop()
     out = {
         "concurrency": "slow-start batches" if slow_start else args.raw_concurrency, "owned": owned,
@@ -272,11 +234,11 @@ async def controller_phase(args: argparse.Namespace, label: str, extra: list[str
         launched = time.monotonic()
         stats = RESULTS / f"{NAME}-{label}.prof" if args.cprofile else None
         verbosity = ["--log-level", "debug"] if args.timeline else []
-        async with pinned(args, server=sim.pid), \
+        # The controller, started from this process, inherits its CPUs: the ones the sim is not on.
+        async with server_cpu_apart(sim.pid, enabled=args.pin), \
                 controller(sim.kubeconfig, *extra, *verbosity, cprofile_to=stats) as ctl:
             assert ctl.proc is not None
             pid = ctl.proc.pid
-            pin_client(args, pid, server=sim.pid)
 
             async def ready_probe() -> bool:
                 status, _ = await ctl.get("/readyz")
@@ -322,7 +284,7 @@ async def controller_phase(args: argparse.Namespace, label: str, extra: list[str
                 await client.close()
             ctl_after, sim_after = proc_usage(pid), proc_usage(sim.pid)
             records, _, dropped = await request_log(sim, since=0)
-            delivery = await watch_delivery(sim)
+            delivery = await watch_delivery(sim, resource="pods")
             await watch.stop()
             _, metrics = await ctl.get("/metrics")
     writes: dict[str, int] = {}
@@ -448,29 +410,34 @@ async def one_round(args: argparse.Namespace) -> dict[str, Any]:
             continue
         result[f"controller_{phase}"] = await controller_phase(args, phase, PHASES[phase])
     raw = result.get("raw")
+    ratios: dict[str, Any] = {}
     if raw:
-        ratios: dict[str, Any] = {}
         for variant in RAW_PHASES[1:]:
             other = result.get(variant)
             if other:
                 ratios[variant] = {"create_rate_vs_raw": round(
                     (other["sim_log"].get("creates_per_second") or 0.0) / raw["sim_log"]["creates_per_second"], 3)}
-        for phase in args.phases:
-            ctl = result.get(f"controller_{phase}")
-            if not ctl:
-                continue
-            ctl_rate = ctl["sim_log"].get("creates_per_second") or 0.0
-            raw_rate = raw["sim_log"].get("creates_per_second") or 0.0
-            owned = (result.get("raw_owned") or {}).get("sim_log", {}).get("creates_per_second")
-            ratios[phase] = {
-                "create_rate_vs_raw": round(ctl_rate / raw_rate, 3) if raw_rate else None,
-                **({"create_rate_vs_raw_owned": round(ctl_rate / owned, 3)} if owned else {}),
-                "created_pods_per_second_vs_raw_post": round(ctl["created_pods_per_second"]
-                                                             / raw["creates_per_second"], 3),
-                "all_ready_seconds_vs_raw": round(ctl["all_ready_seconds"] / raw["all_ready_seconds"], 3),
-            }
+    for phase in args.phases:
+        ctl = result.get(f"controller_{phase}")
+        if not ctl:
+            continue
+        ctl_rate = ctl["sim_log"].get("creates_per_second") or 0.0
+        ratios[phase] = {f"create_rate_vs_{base}": round(ctl_rate / rate, 3)
+                         for base in ("raw", "raw_owned", "raw_slowstart_owned")
+                         if (rate := (result.get(base) or {}).get("sim_log", {}).get("creates_per_second"))}
+        if raw:
+            ratios[phase].update(
+                created_pods_per_second_vs_raw_post=round(
+                    ctl["created_pods_per_second"] / raw["creates_per_second"], 3),
+                all_ready_seconds_vs_raw=round(ctl["all_ready_seconds"] / raw["all_ready_seconds"], 3))
+    if ratios:
         result["ratios"] = ratios
     return result
+
+
+RATIO_KEYS = {"raw": "ratios", "raw_owned": "ratios_vs_raw_owned",
+              "raw_slowstart_owned": "ratios_vs_raw_slowstart_owned"}
+"""Each baseline's key in a round summary (and, with ``_median``, in the result)."""
 
 
 def round_summary(result: dict[str, Any]) -> dict[str, Any]:
@@ -486,12 +453,13 @@ def round_summary(result: dict[str, Any]) -> dict[str, Any]:
                         "stall_seconds": value["sim_log"].get("stalls", {}).get("total_seconds"),
                         "between_syncs_seconds": (gaps.get("between_groups") or {}).get("total_seconds"),
                         "controller_cpu_seconds": value["controller_cpu_seconds"], "syncs": value["syncs"]}
-    out["ratios"] = {phase: r["create_rate_vs_raw"] for phase, r in (result.get("ratios") or {}).items()}
-    vs_owned = {phase: r["create_rate_vs_raw_owned"] for phase, r in (result.get("ratios") or {}).items()
-                if r.get("create_rate_vs_raw_owned") is not None}
-    if vs_owned:
-        out["ratios_vs_raw_owned"] = vs_owned
+    for base, key in RATIO_KEYS.items():
+        found = {phase: r[f"create_rate_vs_{base}"] for phase, r in (result.get("ratios") or {}).items()
+                 if r.get(f"create_rate_vs_{base}") is not None}
+        if found or base == "raw":
+            out[key] = found
     return out
+
 
 
 def rate_medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
@@ -506,14 +474,15 @@ def rate_medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
             elif key.startswith("controller_") and value.get("creates_per_second"):
                 rates.setdefault(key.removeprefix("controller_"), []).append(float(value["creates_per_second"]))
     medians = {phase: statistics.median(values) for phase, values in rates.items()}
-    raw, owned = medians.get("raw"), medians.get("raw_owned")
-    out: dict[str, Any] = {
-        "rate_median": {phase: round(value, 1) for phase, value in sorted(medians.items())},
-        "ratio_of_medians": {phase: round(value / raw, 3) for phase, value in sorted(medians.items())
-                             if phase != "raw"} if raw else {}}
-    if owned:
-        out["ratio_of_medians_vs_raw_owned"] = {
-            phase: round(value / owned, 3) for phase, value in sorted(medians.items()) if not phase.startswith("raw")}
+    out: dict[str, Any] = {"rate_median": {phase: round(value, 1) for phase, value in sorted(medians.items())}}
+    raw = medians.get("raw")
+    out["ratio_of_medians"] = {phase: round(value / raw, 3) for phase, value in sorted(medians.items())
+                               if phase != "raw"} if raw else {}
+    for base in ("raw_owned", "raw_slowstart_owned"):
+        if rate := medians.get(base):
+            controllers = {phase: value for phase, value in medians.items() if not phase.startswith("raw")}
+            out[f"ratio_of_medians_vs_{base}"] = {phase: round(value / rate, 3)
+                                                  for phase, value in sorted(controllers.items())}
     return out
 
 
@@ -534,17 +503,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         log(f"round {index + 1}/{args.rounds}", **rounds[-1]["ratios"])
     if args.rounds > 1:
         result["rounds"] = rounds
-        phases = sorted({phase for r in rounds for phase in r["ratios"]})
-        result["ratio_median"] = {
-            phase: statistics.median(r["ratios"][phase] for r in rounds if r["ratios"].get(phase) is not None)
-            for phase in phases
-        }
-        owned = [r["ratios_vs_raw_owned"] for r in rounds if r.get("ratios_vs_raw_owned")]
-        if owned:
-            result["ratio_vs_raw_owned_median"] = {
-                phase: statistics.median(r[phase] for r in owned if r.get(phase) is not None)
-                for phase in sorted({phase for r in owned for phase in r})
-            }
+        for key in RATIO_KEYS.values():
+            per_round = [r[key] for r in rounds if r.get(key)]
+            if per_round:
+                result[f"{key.replace('ratios', 'ratio')}_median"] = {
+                    phase: statistics.median(r[phase] for r in per_round if r.get(phase) is not None)
+                    for phase in sorted({phase for r in per_round for phase in r})
+                }
         result.update(rate_medians(rounds))
     plot(result)
     return result
@@ -609,6 +574,8 @@ def main() -> None:
                         help="controller phases log at debug level, and the JSON gets each sync's "
                              "planning, creating and tail time against the sim's create log")
     args = parser.parse_args()
+    if args.pin and len(os.sched_getaffinity(0)) < 2:
+        parser.error("--pin needs at least 2 CPUs: one for the sim, the rest for its clients")
     write_result(NAME, asyncio.run(run(args)))
 
 

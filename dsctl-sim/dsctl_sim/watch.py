@@ -107,14 +107,14 @@ class Watcher:
         self._on_close = on_close
         self._max = max_buffer
         self._buf: deque[WatchEvent] = deque()
+        self._offered: deque[float | None] = deque()  # beside _buf: when each was offered (None: preloaded)
         self._wake = asyncio.Event()
         self.closed = False
         self.overflowed = False
         self.expired = False
-        self._queued_at: float | None = None  # when the oldest buffered change was offered
         self.batch_queued_at: float | None = None
-        """When the oldest change of the last ``next_batch`` was offered (None: none was, as for
-        the initial state); the stream reports the batch's delivery delay from it."""
+        """When the oldest change in the last ``next_batch`` was offered; None when it held none,
+        only the initial state or a history replay. The stream times the batch's delivery from it."""
 
     def matches(self, obj: Obj) -> bool:
         """Whether ``obj`` passes this watcher's namespace and selector filters."""
@@ -148,12 +148,12 @@ class Watcher:
         out = self.translate(ev)
         if out is None:
             return
-        if not self._buf:
-            self._queued_at = time.monotonic()
         self._buf.append(out)
+        self._offered.append(time.monotonic())
         if len(self._buf) > self._max:
             self.overflowed = True
             self._buf.clear()
+            self._offered.clear()
             self.close()
             return
         self._wake.set()
@@ -161,6 +161,7 @@ class Watcher:
     def preload(self, events: list[WatchEvent]) -> None:
         """Queue already-filtered events (the initial state or a history replay)."""
         self._buf.extend(events)
+        self._offered.extend([None] * len(events))
         if self._buf:
             self._wake.set()
 
@@ -187,11 +188,12 @@ class Watcher:
                 except TimeoutError:
                     return []
         out: list[WatchEvent] = []
-        buf = self._buf
+        buf, offered = self._buf, self._offered
         while buf and len(out) < limit:
             out.append(buf.popleft())
-        self.batch_queued_at = self._queued_at if out else None
-        self._queued_at = time.monotonic() if buf else None  # what is left was queued by now at the latest
+            at = offered.popleft()
+            if self.batch_queued_at is None:
+                self.batch_queued_at = at
         return out
 
     def close(self) -> None:
@@ -206,6 +208,7 @@ class Watcher:
         """Close as if the history behind this watch was compacted: the stream ends with 410."""
         self.expired = True
         self._buf.clear()
+        self._offered.clear()
         self.close()
 
     async def __aiter__(self) -> AsyncIterator[WatchEvent]:

@@ -15,9 +15,10 @@ deletes are still on their way back (expectations unsatisfied), its spec is the 
 planned, and its status was written less than ``DEFERRED_STATUS_SECONDS`` ago, a sync is put
 off until the status is due (``Deferred``). Such a sync could only write status, and the event that
 satisfies the expectations syncs again anyway; in a cold start it ran between every two
-creating syncs, on the critical path (BENCHMARKS.md §17). A run of creating syncs writes its
-status every ``STATUS_REFRESH_SECONDS`` itself, after its creates (``executor``), so the longer
-bound here only serves a run that stalls. The changes noted meanwhile stay in
+creating syncs, on the critical path (BENCHMARKS.md §17). A run of syncs cut short by the burst
+cap writes its status every ``STATUS_REFRESH_SECONDS`` itself, after its creates (``executor``),
+so the longer bound here only serves a run that stalls; a sync that created all it planned
+leaves the status to the sync its ADDED events bring. The changes noted meanwhile stay in
 the ``ChangeLog`` for the sync that plans them. A DaemonSet the API answered 404 for, while the
 cache still holds it, is put off the same way (``StatusWriter.gone_for``).
 """

@@ -137,7 +137,10 @@ class NodeTable:
     """How many nodes hold a live pod of another revision."""
 
     def updated(self, outcomes: Iterable[NodeOutcome], *, gone: Iterable[str] = ()) -> NodeTable:
-        """This table with ``outcomes`` replacing their nodes' entries and ``gone`` dropped."""
+        """This table with ``outcomes`` replacing their nodes' entries and ``gone`` dropped.
+
+        Each node at most once in ``outcomes`` (``_plan_nodes`` plans a set): into an empty table
+        a second outcome for a node would be counted twice."""
         before = self.outcomes
         changes: dict[str, NodeOutcome | None] = {}  # None: the node's entry goes
         totals = list(self.totals)
@@ -190,7 +193,8 @@ class NodeTable:
                          acting=frozenset(acting), volatile=frozenset(volatile), old=old)
 
     def manage_plan(self) -> Plan:
-        """The manage plan of the whole DaemonSet: the acting nodes' plans in node-name order."""
+        """The manage plan of the whole DaemonSet: every node's plan (``creating`` and ``acting``)
+        merged in node-name order."""
         if not self.acting:
             return Plan(creates=self.creating) if self.creating else _NOTHING
         order = sorted(self.acting)

@@ -224,6 +224,23 @@ async def test_a_batch_says_when_its_oldest_change_was_queued() -> None:
     w.close()
 
 
+async def test_a_replay_left_in_the_buffer_is_not_timed_and_a_change_after_it_is() -> None:
+    """A batch cut short by its limit leaves replayed events behind: the next batch is timed
+    from the first change offered after them, not from when the first batch was drained."""
+    s = _storage()
+    for name in ("r1", "r2"):
+        s.create("pods", _pod(name), namespace="default")
+    w = s.watch("pods", since_rv=0)
+    before = time.monotonic()
+    s.create("pods", _pod("live"), namespace="default")
+    after = time.monotonic()
+    assert [e.object["metadata"]["name"] for e in await w.next_batch(0, limit=1)] == ["r1"]
+    assert w.batch_queued_at is None
+    assert [e.object["metadata"]["name"] for e in await w.next_batch(0)] == ["r2", "live"]
+    assert w.batch_queued_at is not None and before <= w.batch_queued_at <= after
+    w.close()
+
+
 def test_history_bound_moves_floor() -> None:
     """Only history_size events per type are kept; older RVs become Gone."""
     s = _storage(history_size=3)
