@@ -160,9 +160,15 @@ def controller(kubeconfig: str, *extra: str, cprofile_to: Path | None = None) ->
 
     With ``cprofile_to`` it runs under ``benchmarks/cprofiled.py``: send it ``SIGUSR1`` to start
     profiling and ``SIGUSR2`` to stop and write the stats there (see :func:`cprofile_window`).
+
+    ``DSCTL_BENCH_CONTROLLER_PATH``, when set, is the controller's ``PYTHONPATH`` (the sim keeps
+    this process's): an older tree's controller against this tree's simulator, so a before and
+    after differ in the controller only.
     """
     launcher = [str(Path(__file__).resolve().parent / "cprofiled.py"), str(cprofile_to)] if cprofile_to else []
-    return ControllerProcess(kubeconfig, args=["--log-level", "info", *extra], launcher=launcher)
+    path = os.environ.get("DSCTL_BENCH_CONTROLLER_PATH")
+    return ControllerProcess(kubeconfig, args=["--log-level", "info", *extra], launcher=launcher,
+                             env={"PYTHONPATH": path} if path else None)
 
 
 # -- profiling ----------------------------------------------------------------------------------
