@@ -4,7 +4,7 @@ the rule that no async test leaves a task running behind it."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -39,6 +39,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 _AUDIT = pytest.StashKey[tuple[Path, bool]]()
+CALL_FAILED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Mark an item whose test body failed, so fixtures can keep evidence in their teardown."""
+    report: pytest.TestReport = yield
+    if report.when == "call":
+        item.stash[CALL_FAILED] = report.failed
+    return report
 
 
 @pytest.fixture(autouse=True)

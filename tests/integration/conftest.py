@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from dsctl.kube.client import KubeClient
+from tests.conftest import CALL_FAILED
 from tests.controllerproc import ControllerProcess
 from tests.integration.requestaudit import record_controller_requests
 from tests.simproc import SimProcess
@@ -36,8 +37,17 @@ async def kube(sim: SimProcess) -> AsyncIterator[KubeClient]:
 
 
 @pytest.fixture
-async def controller(sim: SimProcess) -> AsyncIterator[ControllerProcess]:
-    """The real controller, as its own process, against the simulated cluster."""
+async def controller(sim: SimProcess, request: pytest.FixtureRequest) -> AsyncIterator[ControllerProcess]:
+    """The real controller, as its own process, against the simulated cluster.
+
+    When the test fails, the tail of the controller's log goes to the report (captured stdout of
+    the teardown), so a failure seen once in CI leaves its evidence behind.
+    """
     async with ControllerProcess(str(sim.kubeconfig)) as proc:
         yield proc
+        if request.node.stash.get(CALL_FAILED, False):
+            print(f"--- last {LOG_TAIL} lines of the controller's log ---", *proc.raw[-LOG_TAIL:], sep="\n")
         assert not proc.errors(), f"controller logged errors: {proc.errors()[:5]}"
+
+
+LOG_TAIL = 600
