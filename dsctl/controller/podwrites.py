@@ -23,6 +23,7 @@ from dsctl.daemonset.manage import cap_burst, slow_start_batches
 from dsctl.daemonset.plan import Plan, PodRef
 from dsctl.daemonset.template import pod_factory
 from dsctl.kube import errors
+from dsctl.kube.encoded import JsonTemplate
 from dsctl.kube.resources import PODS
 from dsctl_api.objects import name as name_of
 from dsctl_api.objects import namespace as namespace_of
@@ -108,7 +109,7 @@ class PodWriter:
         return result
 
     async def _create_one(
-        self, ds: Mapping[str, Any], node: str, make_pod: Callable[[str], dict[str, Any]]
+        self, ds: Mapping[str, Any], node: str, make_pod: Callable[[str], Mapping[str, Any]]
     ) -> _Failure | None:
         namespace = namespace_of(ds) or "default"
         body = make_pod(node)
@@ -126,7 +127,7 @@ class PodWriter:
     ) -> None:
         position = 0
         uid = uid_of(ds)
-        make_pod: Callable[[str], dict[str, Any]] | None = None
+        make_pod: Callable[[str], Mapping[str, Any]] | None = None
         for size in slow_start_batches(len(nodes)):
             if self.still_current is not None and not self.still_current(key, uid):
                 skipped = len(nodes) - position
@@ -136,7 +137,8 @@ class PodWriter:
             batch = nodes[position : position + size]
             if make_pod is None:
                 # Built where new_pod used to raise TemplateError: at the first batch sent.
-                make_pod = pod_factory(ds, hash=hash_, direct_binding=self.direct_binding)
+                make_pod = _encoded_factory(pod_factory(ds, hash=hash_, direct_binding=self.direct_binding),
+                                            probe=batch[0])
             outcomes = await asyncio.gather(*(self._create_one(ds, node, make_pod) for node in batch))
             failures = [(node, err) for node, err in zip(batch, outcomes, strict=True) if err is not None]
             result.created += len(batch) - len(failures)
@@ -188,3 +190,10 @@ class PodWriter:
                 result.deleted += 1
             else:
                 result.errors.append(f"delete {ref.namespace}/{ref.name}: {err}")
+
+
+def _encoded_factory(make: Callable[[str], Mapping[str, Any]], *, probe: str) -> Callable[[str], Mapping[str, Any]]:
+    """``make``, with each pod encoded once per sync and spliced per node (``kube.encoded``);
+    ``make`` itself if its pods do not splice (``probe`` is checked)."""
+    template = JsonTemplate.of(make, probe=probe)
+    return make if template is None else template.fill

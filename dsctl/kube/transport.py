@@ -41,6 +41,7 @@ import orjson
 import structlog
 
 from dsctl.kube.credentials import CachedCredentials, ExecTokenSource
+from dsctl.kube.encoded import Encoded
 from dsctl.kube.errors import ApiError, ConnectionFailed, from_status, one_line
 from dsctl.kube.metrics import CONNECTION_ERROR_CODE, ClientMetrics
 from dsctl.kube.proxy import decide_proxy
@@ -261,7 +262,7 @@ class Transport:
         read_timeout: float | None = None,
     ) -> Any:
         """Send one request (with retries) and return the decoded JSON body of the 2xx answer."""
-        raw = None if body is None else orjson.dumps(body)
+        raw = None if body is None else body.raw if isinstance(body, Encoded) else orjson.dumps(body)
         _, data = await self._exchange(
             verb=verb,
             resource=resource,

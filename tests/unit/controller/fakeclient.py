@@ -28,6 +28,7 @@ import orjson
 
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
+from dsctl.kube.encoded import Encoded
 from dsctl.kube.resources import Resource
 from dsctl_api.labels import parse_selector
 
@@ -66,8 +67,9 @@ class _Fault:
 
 def _wire(value: Any) -> Any:
     """``value`` as the server would receive and return it: through JSON (copies, and reads
-    ``orjson.Fragment`` bodies such as revision data in Go's bytes)."""
-    return orjson.loads(orjson.dumps(value))
+    ``orjson.Fragment`` bodies such as revision data in Go's bytes, and ``Encoded`` bodies as
+    the transport sends them)."""
+    return orjson.loads(value.raw if isinstance(value, Encoded) else orjson.dumps(value))
 
 
 def _wire_obj(value: Any) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from dsctl.kube import (
     ServerError,
     TooManyRequests,
 )
+from dsctl.kube.encoded import Encoded
 from tests.unit.kube.fakeserver import FakeServer, reply, status_body, write_kubeconfig
 
 
@@ -179,3 +180,15 @@ async def test_unreachable_server_one_line_error(
     assert "cannot connect to http://127.0.0.1:9" in message
     assert "\n" not in message
     assert _count(registry, "get", "nodes", "<error>") == retry_policy.max_attempts
+
+
+async def test_an_encoded_body_is_sent_byte_for_byte(server: FakeServer, client: KubeClient) -> None:
+    """An ``Encoded`` body goes out as its bytes, not re-encoded; the namespace is read from it."""
+    path = "/api/v1/namespaces/d/pods"
+    raw = b'{"metadata":{"generateName":"x-","namespace":"d"},  "spec":{}}'
+    server.queue("POST", path, reply(201, {"metadata": {"name": "x-1", "namespace": "d"}}))
+    created = await client.create(PODS, Encoded(raw))
+    assert created["metadata"]["name"] == "x-1"
+    seen = server.requests("POST", path)[0]
+    assert seen.body == raw
+    assert seen.headers["Content-Type"] == "application/json"
