@@ -394,21 +394,18 @@ PHASES = {
 }
 
 
-async def one_round(args: argparse.Namespace) -> dict[str, Any]:
-    """Every phase once, in the order given, and the controller-to-raw ratios of this round."""
+async def one_round(args: argparse.Namespace, *, reverse: bool = False) -> dict[str, Any]:
+    """Every phase once, in the order given (backwards with ``reverse``), and the
+    controller-to-raw ratios of this round."""
     result: dict[str, Any] = {}
-    if "raw" in args.phases:
-        result["raw"] = await raw_phase(args)
-    if "raw_slowstart" in args.phases:
-        result["raw_slowstart"] = await raw_phase(args, slow_start=True)
-    if "raw_owned" in args.phases:
-        result["raw_owned"] = await raw_phase(args, owned=True)
-    if "raw_slowstart_owned" in args.phases:
-        result["raw_slowstart_owned"] = await raw_phase(args, slow_start=True, owned=True)
-    for phase in args.phases:
+    raw_options = {"raw": {}, "raw_slowstart": {"slow_start": True}, "raw_owned": {"owned": True},
+                   "raw_slowstart_owned": {"slow_start": True, "owned": True}}
+    order = [p for p in RAW_PHASES if p in args.phases] + [p for p in args.phases if p not in RAW_PHASES]
+    for phase in reversed(order) if reverse else order:
         if phase in RAW_PHASES:
-            continue
-        result[f"controller_{phase}"] = await controller_phase(args, phase, PHASES[phase])
+            result[phase] = await raw_phase(args, **raw_options[phase])
+        else:
+            result[f"controller_{phase}"] = await controller_phase(args, phase, PHASES[phase])
     raw = result.get("raw")
     ratios: dict[str, Any] = {}
     if raw:
@@ -462,6 +459,14 @@ def round_summary(result: dict[str, Any]) -> dict[str, Any]:
 
 
 
+def quartiles(values: list[float]) -> list[float]:
+    """The lower quartile, median and upper quartile of ``values`` (each itself when one)."""
+    if len(values) < 2:
+        return [round(v, 3) for v in values * 3]
+    low, mid, high = statistics.quantiles(values, n=4, method="inclusive")
+    return [round(low, 3), round(mid, 3), round(high, 3)]
+
+
 def rate_medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     """Each phase's median create rate over the rounds, and each controller phase's median over
     the raw one. The raw rate moves most from round to round; the ratio of the medians is less
@@ -496,7 +501,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                               "pod_startup_seconds": args.pod_startup_seconds, "environment": environment()}
     rounds = []
     for index in range(args.rounds):
-        outcome = await one_round(args)
+        # Odd rounds run the phases backwards, so a drift of the machine within a round
+        # favours neither the raw client nor the controller over the whole run.
+        outcome = await one_round(args, reverse=args.counterbalance and index % 2 == 1)
         if index == 0:
             result.update(outcome)
         rounds.append(round_summary(outcome))
@@ -508,6 +515,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             if per_round:
                 result[f"{key.replace('ratios', 'ratio')}_median"] = {
                     phase: statistics.median(r[phase] for r in per_round if r.get(phase) is not None)
+                    for phase in sorted({phase for r in per_round for phase in r})
+                }
+                result[f"{key.replace('ratios', 'ratio')}_quartiles"] = {
+                    phase: quartiles([r[phase] for r in per_round if r.get(phase) is not None])
                     for phase in sorted({phase for r in per_round for phase in r})
                 }
         result.update(rate_medians(rounds))
@@ -556,6 +567,8 @@ def main() -> None:
                         choices=[*RAW_PHASES, *PHASES])
     parser.add_argument("--profile", action="store_true",
                         help="sample the controller with py-spy during each controller phase")
+    parser.add_argument("--no-counterbalance", dest="counterbalance", action="store_false",
+                        help="run the phases in the same order every round (default: odd rounds backwards)")
     parser.add_argument("--pin", action="store_true",
                         help="run the sim alone on the first CPU and every client (this process, the controller) "
                              "on the others, as on separate hosts (Linux; needs 2 CPUs)")
