@@ -38,6 +38,10 @@ __all__ = ["ExecutionResult", "PodWriter"]
 
 log = structlog.get_logger(__name__)
 
+SPLICE_FROM = 4
+"""Fewest creates in a sync for which its pods are spliced from one encoded template: making the
+template costs about 50 µs, building and encoding each pod about 19 µs (``kube.encoded``)."""
+
 
 @dataclass
 class ExecutionResult:
@@ -137,8 +141,9 @@ class PodWriter:
             batch = nodes[position : position + size]
             if make_pod is None:
                 # Built where new_pod used to raise TemplateError: at the first batch sent.
-                make_pod = _encoded_factory(pod_factory(ds, hash=hash_, direct_binding=self.direct_binding),
-                                            probe=batch[0])
+                make_pod = pod_factory(ds, hash=hash_, direct_binding=self.direct_binding)
+                if len(nodes) >= SPLICE_FROM:
+                    make_pod = _encoded_factory(make_pod, probe=batch[0])
             outcomes = await asyncio.gather(*(self._create_one(ds, node, make_pod) for node in batch))
             failures = [(node, err) for node, err in zip(batch, outcomes, strict=True) if err is not None]
             result.created += len(batch) - len(failures)

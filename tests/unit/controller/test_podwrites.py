@@ -14,10 +14,10 @@ from typing import Any, cast
 import pytest
 
 from dsctl.controller.expectations import Expectations
-from dsctl.controller.podwrites import PodWriter
+from dsctl.controller.podwrites import SPLICE_FROM, PodWriter
 from dsctl.controller.recorder import EventRecorder
 from dsctl.daemonset.plan import Event, Plan, PodRef
-from dsctl.daemonset.template import target_node
+from dsctl.daemonset.template import new_pod, target_node
 from dsctl.kube import errors
 from dsctl.kube.resources import EVENTS, PODS
 from tests.unit.daemonset.objects import make_ds
@@ -225,3 +225,16 @@ async def test_events_reach_the_api_through_a_real_recorder() -> None:
     assert sorted(e["reason"] for e in events) == ["FailedCreate", "SuccessfulCreate", "SuccessfulCreate"]
     assert {e["involvedObject"]["uid"] for e in events} == {"ds-uid"}
     assert next(e for e in events if e["reason"] == "FailedCreate")["type"] == "Warning"
+
+
+@pytest.mark.parametrize("count", [1, SPLICE_FROM - 1, SPLICE_FROM, 10])
+@pytest.mark.parametrize("direct", [False, True])
+async def test_every_pod_sent_is_the_pod_built_for_its_node(count: int, direct: bool) -> None:
+    """Built one by one or spliced from one encoded template (from ``SPLICE_FROM`` creates on),
+    each create carries exactly ``new_pod`` for its node."""
+    rig = Rig()
+    writer = rig.executor()
+    writer.direct_binding = direct
+    await writer.execute(key=KEY, ds=DS, plan=Plan(creates=NODES[:count]), hash_=HASH)
+    sent = [c.body for c in rig.fake.calls if c.verb == "create" and c.resource == PODS.label]
+    assert sent == [new_pod(DS, node, hash=HASH, direct_binding=direct) for node in NODES[:count]]
