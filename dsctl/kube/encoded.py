@@ -6,8 +6,9 @@ as a fresh dict and encoding it costs more than the rest of the request's client
 string goes, and fills the hole by joining bytes; ``Encoded`` carries the result to the
 transport, which sends the bytes as they are.
 
-``Encoded`` is also a read-only ``Mapping``: code that reads the body (a fake client in a test,
-``KubeClient`` looking for the namespace) sees the decoded object, decoded at most once.
+``Encoded`` is also a ``Mapping``: code that reads the body (a fake client in a test,
+``KubeClient`` looking for the namespace) sees the decoded object, decoded at most once. Neither
+the bytes nor what they decode to are to be changed.
 """
 
 from __future__ import annotations
@@ -24,15 +25,20 @@ __all__ = ["Encoded", "JsonTemplate"]
 class Encoded(Mapping[str, Any]):
     """A JSON object in its wire form; read as a mapping, it is decoded on first access."""
 
-    __slots__ = ("_tree", "raw")
+    __slots__ = ("_raw", "_tree")
 
     def __init__(self, raw: bytes) -> None:
-        self.raw = raw
+        self._raw = raw
         self._tree: dict[str, Any] | None = None
+
+    @property
+    def raw(self) -> bytes:
+        """The body as sent."""
+        return self._raw
 
     def _decoded(self) -> dict[str, Any]:
         if self._tree is None:
-            tree = orjson.loads(self.raw)
+            tree = orjson.loads(self._raw)
             if not isinstance(tree, dict):
                 raise TypeError("an encoded body must be a JSON object")
             self._tree = tree
@@ -48,7 +54,8 @@ class Encoded(Mapping[str, Any]):
         return len(self._decoded())
 
     def __repr__(self) -> str:
-        return f"Encoded({self.raw[:60]!r}...)"
+        more = "..." if len(self._raw) > 60 else ""
+        return f"Encoded({self._raw[:60]!r}{more})"
 
 
 class JsonTemplate:

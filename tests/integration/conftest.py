@@ -12,6 +12,9 @@ from tests.controllerproc import ControllerProcess
 from tests.integration.requestaudit import record_controller_requests
 from tests.simproc import SimProcess
 
+LOG_TAIL = 600
+"""Lines of the controller's log a failed test prints."""
+
 
 @pytest.fixture
 async def sim(request: pytest.FixtureRequest) -> AsyncIterator[SimProcess]:
@@ -49,5 +52,3 @@ async def controller(sim: SimProcess, request: pytest.FixtureRequest) -> AsyncIt
             print(f"--- last {LOG_TAIL} lines of the controller's log ---", *proc.raw[-LOG_TAIL:], sep="\n")
         assert not proc.errors(), f"controller logged errors: {proc.errors()[:5]}"
 
-
-LOG_TAIL = 600

@@ -17,8 +17,9 @@ from dsctl.controller.expectations import Expectations
 from dsctl.controller.podwrites import SPLICE_FROM, PodWriter
 from dsctl.controller.recorder import EventRecorder
 from dsctl.daemonset.plan import Event, Plan, PodRef
-from dsctl.daemonset.template import new_pod, target_node
+from dsctl.daemonset.template import new_pod, pod_factory, target_node
 from dsctl.kube import errors
+from dsctl.kube.encoded import JsonTemplate
 from dsctl.kube.resources import EVENTS, PODS
 from tests.unit.daemonset.objects import make_ds
 
@@ -238,3 +239,5 @@ async def test_every_pod_sent_is_the_pod_built_for_its_node(count: int, direct: 
     await writer.execute(key=KEY, ds=DS, plan=Plan(creates=NODES[:count]), hash_=HASH)
     sent = [c.body for c in rig.fake.calls if c.verb == "create" and c.resource == PODS.label]
     assert sent == [new_pod(DS, node, hash=HASH, direct_binding=direct) for node in NODES[:count]]
+    # The DaemonSet's pods do splice: the case above for SPLICE_FROM and more is not a fallback.
+    assert JsonTemplate.of(pod_factory(DS, hash=HASH, direct_binding=direct), probe=NODES[0]) is not None
