@@ -22,7 +22,7 @@ from dsctl.controller.changes import ChangeLog
 from dsctl.controller.executor import SyncExecutor
 from dsctl.controller.expectations import Expectations
 from dsctl.controller.inplacewait import PendingPatches
-from dsctl.controller.joinorder import JoinOrder
+from dsctl.controller.joinorder import RECHECK_SECONDS, JoinOrder
 from dsctl.controller.metrics import PlanMetrics, StatusMetrics
 from dsctl.controller.outcome import Deferred, Done, Retry
 from dsctl.controller.podwrites import PodWriter
@@ -239,3 +239,22 @@ async def test_a_replaced_daemonset_gets_no_status_from_its_predecessor() -> Non
     last_write = [c for c in rig.fake.calls if c.verb == "update_status"][-1]
     assert last_write.body["metadata"]["uid"] == cached["metadata"]["uid"]
     assert isinstance(await rig.syncer.sync(KEY), Deferred)
+
+
+async def test_creates_held_for_a_higher_priority_daemonset_come_back_in_a_recheck() -> None:
+    """A node joined that a DaemonSet of higher priority also wants and has not synced for yet:
+    the create there is left out, and the sync itself asks to come back in ``RECHECK_SECONDS``.
+    Another event may never come (this DaemonSet's pods may all be settled), so without that
+    requeue the node would wait for the periodic resync."""
+    rig = Rig(nodes=2)
+    await rig.sync()
+    assert rig.pods_on() == ["n0", "n1"]
+    rig.state.join_order.node_wanted("n9", [(KEY, 0), ("default/critical", 100)], now=rig.clock())
+    rig.add_node("n9")
+    outcome = await rig.sync()
+    assert isinstance(outcome, Done) and outcome.requeue_after == RECHECK_SECONDS
+    assert rig.pods_on() == ["n0", "n1"]
+    rig.state.join_order.synced("default/critical", started=rig.clock())
+    rig.clock.now += RECHECK_SECONDS
+    await rig.sync()
+    assert rig.pods_on() == ["n0", "n1", "n9"]
