@@ -136,8 +136,11 @@ class SyncExecutor:
         if not failures:
             failures.extend(await self._cleanup(ds, plan))
         recent = self.status.wrote_within(key, STATUS_REFRESH_SECONDS)
+        # The pod plan's own requeue too: a caller may narrow ``plan.pods`` after planning (the
+        # syncer holds creates back on a new node), and its recheck must not be lost.
+        requeue = soonest(plan.requeue_after, plan.pods.requeue_after)
         if not failures and _status_follows(plan, report, written_recently=recent):
-            return Done(requeue_after=plan.requeue_after)
+            return Done(requeue_after=requeue)
         try:
             status_requeue = await self.status.write(ds, plan.status, history.hash, writes_ok=not failures)
         except errors.ApiError as exc:
@@ -146,7 +149,7 @@ class SyncExecutor:
         report.errors = len(failures)
         if failures:
             return Retry("; ".join(failures[:3]))
-        return Done(requeue_after=soonest(plan.requeue_after, status_requeue))
+        return Done(requeue_after=soonest(requeue, status_requeue))
 
     # -- stages -------------------------------------------------------------------------------
 

@@ -175,9 +175,7 @@ class Syncer:
                                 "kind": self._resource.kind})
         if plan.pods.creates and len(state.join_order):
             held = state.join_order.hold_back(key, self._priority_of(plan.ds), plan.pods, now=self._monotonic())
-            # The sync's requeue, not only the pod plan's: the executor requeues by the former,
-            # and the creates left out must come back even if no other event does.
-            plan = replace(plan, pods=held, requeue_after=soonest(plan.requeue_after, held.requeue_after))
+            plan = replace(plan, pods=held)  # its recheck rides in ``pods.requeue_after``
         report = SyncReport()
         outcome = await self._executor.run(key, plan, report)
         if isinstance(outcome, Done):
