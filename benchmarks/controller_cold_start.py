@@ -513,14 +513,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         for key in RATIO_KEYS.values():
             per_round = [r[key] for r in rounds if r.get(key)]
             if per_round:
-                result[f"{key.replace('ratios', 'ratio')}_median"] = {
-                    phase: statistics.median(r[phase] for r in per_round if r.get(phase) is not None)
-                    for phase in sorted({phase for r in per_round for phase in r})
-                }
-                result[f"{key.replace('ratios', 'ratio')}_quartiles"] = {
-                    phase: quartiles([r[phase] for r in per_round if r.get(phase) is not None])
-                    for phase in sorted({phase for r in per_round for phase in r})
-                }
+                by_phase = {phase: [r[phase] for r in per_round if r.get(phase) is not None]
+                            for phase in sorted({phase for r in per_round for phase in r})}
+                name = key.replace("ratios", "ratio")
+                result[f"{name}_median"] = {phase: statistics.median(v) for phase, v in by_phase.items()}
+                result[f"{name}_quartiles"] = {phase: quartiles(v) for phase, v in by_phase.items()}
         result.update(rate_medians(rounds))
     plot(result)
     return result
