@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import math
 import os
@@ -48,12 +49,14 @@ __all__ = [
     "RESULTS",
     "ROOT",
     "ControllerProcess",
+    "CpuTrace",
     "PodTimes",
     "PodWatch",
     "SimProcess",
     "bucket_quantiles",
     "controller",
     "cprofile_window",
+    "curve_of",
     "daemonset",
     "environment",
     "histogram",
@@ -389,6 +392,54 @@ async def server_cpu_apart(server: int, *, enabled: bool) -> AsyncIterator[None]
         os.sched_setaffinity(0, every)
 
 
+class CpuTrace:
+    """A process's CPU seconds sampled against the wall clock, to read its CPU over any window
+    found afterwards (a create window taken from the sim's request log, say).
+
+    ``async with CpuTrace(pid) as trace: ...`` then ``trace.busy(t0, t1)``: the share of one CPU
+    the process used between wall times ``t0`` and ``t1``, interpolated between samples.
+    """
+
+    def __init__(self, pid: int, *, every: float = 0.02) -> None:
+        self._pid = pid
+        self._every = every
+        self._samples: list[tuple[float, float]] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> CpuTrace:
+        self._task = asyncio.create_task(self._run(), name=f"cpu-trace-{self._pid}")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        self._sample()
+
+    def _sample(self) -> None:
+        with contextlib.suppress(OSError):
+            self._samples.append((time.time(), proc_usage(self._pid)["cpu_seconds"]))
+
+    async def _run(self) -> None:
+        while True:
+            self._sample()
+            await asyncio.sleep(self._every)
+
+    def _at(self, t: float) -> float:
+        samples = self._samples
+        for (t0, c0), (t1, c1) in itertools.pairwise(samples):
+            if t0 <= t <= t1:
+                return c0 if t1 == t0 else c0 + (c1 - c0) * (t - t0) / (t1 - t0)
+        return samples[0][1] if t < samples[0][0] else samples[-1][1]
+
+    def busy(self, t0: float, t1: float) -> float | None:
+        """CPU seconds per second between ``t0`` and ``t1`` (wall clock), or None without samples."""
+        if len(self._samples) < 2 or t1 <= t0:
+            return None
+        return round((self._at(t1) - self._at(t0)) / (t1 - t0), 3)
+
+
 # -- the sim's request log ----------------------------------------------------------------------
 
 async def request_log(sim: SimProcess, *, since: int) -> tuple[list[dict[str, Any]], int, int]:
@@ -419,6 +470,14 @@ class PodTimes:
     ready: float = 0.0
 
 
+def curve_of(pods: Iterable[PodTimes], attr: str, *, since: float, points: int = 100) -> list[float]:
+    """Seconds after ``since`` at which 1/points, 2/points ... of ``pods`` reached milestone ``attr``."""
+    times = sorted(getattr(t, attr) - since for t in pods if getattr(t, attr))
+    if not times:
+        return []
+    return [round(times[max(0, math.ceil(k * len(times) / points) - 1)], 3) for k in range(1, points + 1)]
+
+
 @dataclass
 class PodWatch:
     """Watches pods (optionally by label selector) from "now" and stamps each pod's milestones.
@@ -445,10 +504,7 @@ class PodWatch:
 
     def curve(self, attr: str, *, since: float, points: int = 100) -> list[float]:
         """Seconds after ``since`` at which 1/points, 2/points ... of the pods reached ``attr``."""
-        times = sorted(getattr(t, attr) - since for t in self.pods.values() if getattr(t, attr))
-        if not times:
-            return []
-        return [round(times[max(0, math.ceil(k * len(times) / points) - 1)], 3) for k in range(1, points + 1)]
+        return curve_of(self.pods.values(), attr, since=since, points=points)
 
     def last(self, attr: str) -> float:
         """The latest time any pod reached milestone ``attr``."""

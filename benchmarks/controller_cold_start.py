@@ -26,9 +26,12 @@ plane on: the scheduler binds pods and the kubelet makes them Ready after
 
 For each phase: wall time to all pods created (first and last create as the sim logged them,
 and the stalls: gaps of more than 10 ms between consecutive creates)
-and to all pods Ready (observed on a pod watch from this process), creates/s, the controller
-process's CPU seconds and RSS (``/proc``), the sim's CPU, and how long the sim's pod watch
-streams held a change before sending it (``sim_pod_watch_delivery``). Ratios to the raw phase
+and to all pods Ready (observed on a pod watch in a niced process of its own,
+``podwatch_apart``, so the observer does not compete with the measured client), creates/s, the
+controller process's CPU seconds and RSS (``/proc``), the sim's CPU, the sim's and the
+controller's share of a CPU inside the create window (``busy_in_window``: a sim below 1.0 sat
+waiting for its client), and how long the sim's pod watch streams held a change before sending
+it (``sim_pod_watch_delivery``). Ratios to the raw phase
 are computed within the run, because the machine is shared and noisy. ``--pin`` gives the sim
 the first CPU to itself and every client the others, as on separate hosts; it steadies the raw
 rate.
@@ -47,12 +50,14 @@ import itertools
 import os
 import statistics
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
 import orjson
 from common import (
     RESULTS,
+    CpuTrace,
     PodWatch,
     SimProcess,
     controller,
@@ -69,6 +74,7 @@ from common import (
     watch_delivery,
     write_result,
 )
+from podwatch_apart import PodWatchApart
 
 from dsctl.daemonset.manage import slow_start_batches
 from dsctl.daemonset.template import new_pod
@@ -84,11 +90,14 @@ def sim_args(startup: float) -> list[str]:
     return ["--log-level", "warning", "--pod-startup-seconds", str(startup)]
 
 
-def create_window(records: list[dict[str, Any]], *, agent: str, burst: int | None = None) -> dict[str, Any]:
+def create_window(records: list[dict[str, Any]], *, agent: str, burst: int | None = None,
+                  traces: Mapping[str, CpuTrace] | None = None) -> dict[str, Any]:
     """First/last pod-create time (sim clock) and count for requests whose user agent starts with ``agent``.
 
     With ``burst`` (a client that sends groups of ``burst`` creates in slow-start batches), the
     gaps between consecutive creates are also split by where they fall (``slow_start_gaps``).
+    With ``traces``, each traced process's share of a CPU between the first and the last create
+    (``busy_in_window``): whether the sim was the bottleneck of the window, and what else ran.
     """
     times = [r["time"] for r in records
              if r["verb"] == "create" and r["resource"] == "pods" and not r["subresource"]
@@ -101,6 +110,8 @@ def create_window(records: list[dict[str, Any]], *, agent: str, burst: int | Non
            "stalls": stalls(times)}
     if burst:
         out["slow_start_gaps"] = slow_start_gaps(times, burst=burst)
+    if traces:
+        out["busy_in_window"] = {name: trace.busy(min(times), max(times)) for name, trace in traces.items()}
     return out
 
 
@@ -140,6 +151,13 @@ def stalls(times: list[float], *, over: float = 0.01) -> dict[str, Any]:
             "longest_seconds": [round(g, 3) for g in sorted(gaps, reverse=True)[:5]]}
 
 
+def observer(args: argparse.Namespace, url: str, *, label_selector: str) -> PodWatch | PodWatchApart:
+    """The pod watch that stamps each pod: apart and niced unless ``--observer-in-process``."""
+    if args.observer_in_process:
+        return PodWatch(url, label_selector=label_selector)
+    return PodWatchApart(url, label_selector=label_selector)
+
+
 async def raw_phase(args: argparse.Namespace, *, slow_start: bool = False, owned: bool = False) -> dict[str, Any]:
     """Post N controller-shaped pods as fast as one client can; wait for them to be Ready.
 
@@ -169,7 +187,7 @@ async def raw_phase(args: argparse.Namespace, *, slow_start: bool = False, owned
             if not owned:
                 pod["metadata"].pop("ownerReferences", None)
             bodies.append(orjson.dumps(pod))
-        watch = PodWatch(sim.url, label_selector="app=raw")
+        watch = observer(args, sim.url, label_selector="app=raw")
         await watch.start()
         sim_before = proc_usage(sim.pid)
         counter = itertools.count()
@@ -177,7 +195,7 @@ async def raw_phase(args: argparse.Namespace, *, slow_start: bool = False, owned
         connector = aiohttp.TCPConnector(limit=100 if slow_start else args.raw_concurrency)
         headers = {"Content-Type": "application/json", "User-Agent": "dsctl-bench/raw"}
         url = sim.url + "/api/v1/namespaces/default/pods"
-        async with aiohttp.ClientSession(connector=connector, headers=headers) as http:
+        async with aiohttp.ClientSession(connector=connector, headers=headers) as http, CpuTrace(sim.pid) as sim_trace:
             async def worker() -> None:
                 while (i := next(counter)) < len(bodies):
                     await post(i)
@@ -205,18 +223,19 @@ async def raw_phase(args: argparse.Namespace, *, slow_start: bool = False, owned
                 await wait_until(lambda: watch.count("ready") >= args.nodes, timeout=args.timeout,
                                  what="raw pods Ready")
         ready = watch.last("ready") - start
-        curves = {"created": watch.curve("seen", since=start), "ready": watch.curve("ready", since=start)}
         sim_after = proc_usage(sim.pid)
         records, _, dropped = await request_log(sim, since=0)
         delivery = await watch_delivery(sim, resource="pods")
         await watch.stop()
+        curves = {"created": watch.curve("seen", since=start), "ready": watch.curve("ready", since=start)}
     out = {
         "concurrency": "slow-start batches" if slow_start else args.raw_concurrency, "owned": owned,
         "pods": args.nodes, "errors": errors,
         "post_seconds": round(posted, 3), "creates_per_second": round(args.nodes / posted, 1),
         # This process's CPU while posting: the client's, plus the driver's pod watch.
         "client_cpu_seconds_while_posting": round(posting_cpu, 2),
-        "sim_log": create_window(records, agent="dsctl-bench/raw", burst=args.burst_replicas if slow_start else None),
+        "sim_log": create_window(records, agent="dsctl-bench/raw", burst=args.burst_replicas if slow_start else None,
+                                 traces={"sim": sim_trace}),
         "request_log_dropped": dropped,
         "all_ready_seconds": round(ready, 3), "ready_pods_per_second": round(args.nodes / ready, 1),
         "sim_cpu_seconds": round(sim_after["cpu_seconds"] - sim_before["cpu_seconds"], 2),
@@ -250,7 +269,7 @@ async def controller_phase(args: argparse.Namespace, label: str, extra: list[str
                     raise TimeoutError("controller not ready in 120s")
                 await asyncio.sleep(0.1)
             startup = time.monotonic() - launched
-            watch = PodWatch(sim.url, label_selector="app=agent")
+            watch = observer(args, sim.url, label_selector="app=agent")
             await watch.start()
             ctl_before, sim_before = proc_usage(pid), proc_usage(sim.pid)
             client = await KubeClient.from_config(kubeconfig=sim.kubeconfig, qps=1000, burst=1000,
@@ -259,7 +278,8 @@ async def controller_phase(args: argparse.Namespace, label: str, extra: list[str
             try:
                 async with profile(spied, f"{NAME}-{label}", rate=args.profile_rate) as hot, \
                         profile(sim.pid if args.profile_sim else None, f"{NAME}-sim-{label}",
-                                rate=args.profile_rate) as sim_hot:
+                                rate=args.profile_rate) as sim_hot, \
+                        CpuTrace(sim.pid) as sim_trace, CpuTrace(pid) as ctl_trace:
                     async with cprofile_window(pid if stats else None, stats) as costs:
                         start = time.monotonic()
                         await client.create(DAEMONSETS, daemonset("agent"), namespace="default")
@@ -279,13 +299,13 @@ async def controller_phase(args: argparse.Namespace, label: str, extra: list[str
                             raise TimeoutError(f"{label}: status.numberReady never reached {args.nodes}")
                         await asyncio.sleep(0.2)
                     status_done = time.monotonic() - start
-                    curves = {"created": watch.curve("seen", since=start), "ready": watch.curve("ready", since=start)}
             finally:
                 await client.close()
             ctl_after, sim_after = proc_usage(pid), proc_usage(sim.pid)
             records, _, dropped = await request_log(sim, since=0)
             delivery = await watch_delivery(sim, resource="pods")
             await watch.stop()
+            curves = {"created": watch.curve("seen", since=start), "ready": watch.curve("ready", since=start)}
             _, metrics = await ctl.get("/metrics")
     writes: dict[str, int] = {}
     for r in records:
@@ -296,7 +316,9 @@ async def controller_phase(args: argparse.Namespace, label: str, extra: list[str
     out = {
         "args": extra, "controller_startup_to_ready_seconds": round(startup, 3),
         "all_created_seconds": round(created, 3), "created_pods_per_second": round(args.nodes / created, 1),
-        "sim_log": create_window(records, agent="dsctl/", burst=args.burst_replicas), "request_log_dropped": dropped,
+        "sim_log": create_window(records, agent="dsctl/", burst=args.burst_replicas,
+                                 traces={"sim": sim_trace, "controller": ctl_trace}),
+        "request_log_dropped": dropped,
         "all_ready_seconds": round(ready, 3), "ready_pods_per_second": round(args.nodes / ready, 1),
         "status_number_ready_seconds": round(status_done, 3),
         "pods_seen": len(watch.pods), "extra_pods": extra_pods,
@@ -450,6 +472,18 @@ def round_summary(result: dict[str, Any]) -> dict[str, Any]:
                         "stall_seconds": value["sim_log"].get("stalls", {}).get("total_seconds"),
                         "between_syncs_seconds": (gaps.get("between_groups") or {}).get("total_seconds"),
                         "controller_cpu_seconds": value["controller_cpu_seconds"], "syncs": value["syncs"]}
+    in_window = {}
+    for key, value in result.items():
+        window = (value.get("sim_log") if isinstance(value, dict) else None) or {}
+        busy = window.get("busy_in_window", {}).get("sim")
+        if busy is not None:
+            span = float(window["first_to_last_seconds"])
+            in_window[key.removeprefix("controller_")] = {"sim_cpu_seconds": round(busy * span, 3),
+                                                          "sim_idle_seconds": round((1 - busy) * span, 3)}
+    if in_window:
+        # The sim's CPU in the create window, and the time it waited for its clients: a phase is
+        # slower because the sim did more, or because it sat waiting.
+        out["sim_in_create_window"] = in_window
     for base, key in RATIO_KEYS.items():
         found = {phase: r[f"create_rate_vs_{base}"] for phase, r in (result.get("ratios") or {}).items()
                  if r.get(f"create_rate_vs_{base}") is not None}
@@ -473,11 +507,8 @@ def rate_medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     sensitive to one fast or slow raw round than the median of the per-round ratios."""
     rates: dict[str, list[float]] = {}
     for summary in rounds:
-        for key, value in summary.items():
-            if key.endswith("_creates_per_second") and value:
-                rates.setdefault(key.removesuffix("_creates_per_second"), []).append(float(value))
-            elif key.startswith("controller_") and value.get("creates_per_second"):
-                rates.setdefault(key.removeprefix("controller_"), []).append(float(value["creates_per_second"]))
+        for phase, value in round_rates(summary).items():
+            rates.setdefault(phase, []).append(value)
     medians = {phase: statistics.median(values) for phase, values in rates.items()}
     out: dict[str, Any] = {"rate_median": {phase: round(value, 1) for phase, value in sorted(medians.items())}}
     raw = medians.get("raw")
@@ -489,6 +520,57 @@ def rate_medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
             out[f"ratio_of_medians_vs_{base}"] = {phase: round(value / rate, 3)
                                                   for phase, value in sorted(controllers.items())}
     return out
+
+
+def round_rates(summary: dict[str, Any]) -> dict[str, float]:
+    """Each phase's create rate in one round summary (raw phases and controller phases alike)."""
+    rates: dict[str, float] = {}
+    for key, value in summary.items():
+        if key.endswith("_creates_per_second") and value:
+            rates[key.removesuffix("_creates_per_second")] = float(value)
+        elif key.startswith("controller_") and value.get("creates_per_second"):
+            rates[key.removeprefix("controller_")] = float(value["creates_per_second"])
+    return rates
+
+
+def pair_ratios(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ratios over each pair of rounds run in opposite orders (rounds 1 and 2, 3 and 4 ...):
+    the geometric mean of the two rounds' controller rates over that of their baseline rates.
+
+    The machine's speed drifts by tens of percent over tens of seconds, and within one round the
+    baseline and the controller run seconds apart, so one round's ratio carries that drift. In a
+    pair the phases run A-B then B-A, so a steady drift over the pair cancels; what is left is
+    the difference between the clients."""
+    out: dict[str, Any] = {}
+    per_pair: dict[str, dict[str, list[float]]] = {}
+    for first, second in zip(rounds[0::2], rounds[1::2], strict=False):
+        a, b = round_rates(first), round_rates(second)
+        for base in ("raw", "raw_owned", "raw_slowstart_owned"):
+            if base not in a or base not in b:
+                continue
+            for phase in a.keys() & b.keys():
+                if phase == base or (base != "raw" and phase.startswith("raw")):
+                    continue
+                ratio = ((a[phase] * b[phase]) / (a[base] * b[base])) ** 0.5
+                per_pair.setdefault(base, {}).setdefault(phase, []).append(round(ratio, 3))
+    for base, phases in per_pair.items():
+        suffix = "" if base == "raw" else f"_vs_{base}"
+        out[f"pair_ratios{suffix}"] = phases
+        out[f"pair_ratio{suffix}_median"] = {phase: statistics.median(v) for phase, v in phases.items()}
+        out[f"pair_ratio{suffix}_quartiles"] = {phase: quartiles(v) for phase, v in phases.items()}
+    return out
+
+
+def window_medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per phase, the medians over the rounds of the sim's CPU and idle seconds in the create window."""
+    found: dict[str, dict[str, list[float]]] = {}
+    for summary in rounds:
+        for phase, figures in (summary.get("sim_in_create_window") or {}).items():
+            for name, value in figures.items():
+                found.setdefault(phase, {}).setdefault(name, []).append(float(value))
+    return {"sim_in_create_window_median": {
+        phase: {name: round(statistics.median(values), 3) for name, values in figures.items()}
+        for phase, figures in sorted(found.items())}} if found else {}
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -519,6 +601,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 result[f"{name}_median"] = {phase: statistics.median(v) for phase, v in by_phase.items()}
                 result[f"{name}_quartiles"] = {phase: quartiles(v) for phase, v in by_phase.items()}
         result.update(rate_medians(rounds))
+        if args.counterbalance:
+            result.update(pair_ratios(rounds))
+        result.update(window_medians(rounds))
     plot(result)
     return result
 
@@ -580,6 +665,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1,
                         help="repeat every phase this many times; the JSON keeps a summary and the median ratio")
     parser.add_argument("--timeout", type=float, default=600.0, help="per-phase wait ceiling, seconds")
+    parser.add_argument("--observer-in-process", action="store_true",
+                        help="watch pods from this process, as before §21, not from a niced process of its "
+                             "own (to compare: in-process, the observer competes with the measured client)")
     parser.add_argument("--timeline", action="store_true",
                         help="controller phases log at debug level, and the JSON gets each sync's "
                              "planning, creating and tail time against the sim's create log")
