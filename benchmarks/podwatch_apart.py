@@ -7,7 +7,9 @@ should answer the server: the simulator waited measurably longer for the control
 observer beside it (BENCHMARKS.md §21). A real cluster has no such observer. Here it runs apart,
 niced to 19, so it only uses CPU the measured client leaves; its stamps stay on the shared
 monotonic clock (``CLOCK_MONOTONIC`` is system-wide on Linux), so they compare with this
-process's times.
+process's times. The price: while the clients' CPU is busy, a stamp can trail its event by the
+time the observer waits for CPU, so the Ready times are upper bounds. The create rates, which
+the ratios use, come from the sim's request log, not from these stamps.
 
 The parent sees counts and latest times as the child reports them (every 20 ms when they
 changed), which is what the waits need; ``stop`` collects every pod's stamps for the curves.
