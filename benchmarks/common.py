@@ -62,6 +62,7 @@ __all__ = [
     "histogram",
     "log",
     "percentile",
+    "proc_cpu_seconds",
     "proc_usage",
     "profile",
     "request_log",
@@ -80,12 +81,17 @@ def log(message: str, **fields: Any) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message} {extra}".rstrip(), file=sys.stderr, flush=True)
 
 
-def proc_usage(pid: int) -> dict[str, float]:
-    """CPU seconds (user + system) and current/peak RSS in MiB of a live process."""
+def proc_cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) of a live process: one read of ``/proc/<pid>/stat``."""
     stat = Path(f"/proc/{pid}/stat").read_text()
     # Fields after the parenthesised command name; utime and stime are fields 14 and 15.
     rest = stat[stat.rindex(")") + 2:].split()
-    cpu = (int(rest[11]) + int(rest[12])) / _CLOCK_TICKS
+    return (int(rest[11]) + int(rest[12])) / _CLOCK_TICKS
+
+
+def proc_usage(pid: int) -> dict[str, float]:
+    """CPU seconds (user + system) and current/peak RSS in MiB of a live process."""
+    cpu = proc_cpu_seconds(pid)
     mem: dict[str, float] = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         key, _, value = line.partition(":")
@@ -419,7 +425,7 @@ class CpuTrace:
 
     def _sample(self) -> None:
         with contextlib.suppress(OSError):
-            self._samples.append((time.time(), proc_usage(self._pid)["cpu_seconds"]))
+            self._samples.append((time.time(), proc_cpu_seconds(self._pid)))
 
     async def _run(self) -> None:
         while True:

@@ -545,7 +545,7 @@ def pair_ratios(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     per_pair: dict[str, dict[str, list[float]]] = {}
     for first, second in zip(rounds[0::2], rounds[1::2], strict=False):
         a, b = round_rates(first), round_rates(second)
-        for base in ("raw", "raw_owned", "raw_slowstart_owned"):
+        for base in RATIO_KEYS:
             if base not in a or base not in b:
                 continue
             for phase in a.keys() & b.keys():
