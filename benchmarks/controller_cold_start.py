@@ -55,6 +55,7 @@ from typing import Any
 
 import aiohttp
 import orjson
+from cold_start_pool import rounds_of, summarize
 from common import (
     RESULTS,
     CpuTrace,
@@ -112,7 +113,25 @@ def create_window(records: list[dict[str, Any]], *, agent: str, burst: int | Non
         out["slow_start_gaps"] = slow_start_gaps(times, burst=burst)
     if traces:
         out["busy_in_window"] = {name: trace.busy(min(times), max(times)) for name, trace in traces.items()}
+    out["other_requests_in_window"] = other_requests(records, start=min(times), end=max(times), agent=agent)
     return out
+
+
+def other_requests(records: list[dict[str, Any]], *, start: float, end: float, agent: str) -> dict[str, int]:
+    """What else the sim answered between ``start`` and ``end`` (its clock): every request but
+    the measured client's pod creates and the watches already open, counted by user agent,
+    verb and resource. Work the sim did for anyone but the create stream lengthens the window."""
+    counts: dict[str, int] = {}
+    for r in records:
+        if not start <= r["time"] <= end or r["verb"] == "watch":
+            continue
+        if (r["verb"] == "create" and r["resource"] == "pods" and not r["subresource"]
+                and str(r["user_agent"]).startswith(agent)):
+            continue
+        resource = r["resource"] + (f"/{r['subresource']}" if r["subresource"] else "")
+        key = f"{(str(r['user_agent']).split() or ['-'])[0]} {r['verb']} {resource or r['path']}"
+        counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def slow_start_gaps(times: list[float], *, burst: int) -> dict[str, Any]:
@@ -561,6 +580,22 @@ def pair_ratios(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def pooled(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each controller phase over each baseline, as ``cold_start_pool`` summarizes many runs:
+    the geometric mean of the per-round ratios and the ratio of medians, each with a 90 %
+    bootstrap interval, and how closely the per-round ratio follows the baseline's rate."""
+    out: dict[str, Any] = {}
+    summary = {"rounds": rounds}
+    phases = sorted({key for r in rounds for key in r if key.startswith("controller_")})
+    for base in RATIO_KEYS:
+        suffix = "" if base == "raw" else f"_vs_{base}"
+        for phase in phases:
+            found = rounds_of(summary, baseline=base, phase=phase)
+            if len(found) > 1:
+                out.setdefault(f"pooled{suffix}", {})[phase.removeprefix("controller_")] = summarize(found)
+    return out
+
+
 def window_medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     """Per phase, the medians over the rounds of the sim's CPU and idle seconds in the create window."""
     found: dict[str, dict[str, list[float]]] = {}
@@ -601,6 +636,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 result[f"{name}_median"] = {phase: statistics.median(v) for phase, v in by_phase.items()}
                 result[f"{name}_quartiles"] = {phase: quartiles(v) for phase, v in by_phase.items()}
         result.update(rate_medians(rounds))
+        result.update(pooled(rounds))
         if args.counterbalance:
             result.update(pair_ratios(rounds))
         result.update(window_medians(rounds))

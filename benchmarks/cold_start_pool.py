@@ -1,0 +1,180 @@
+"""The cold-start ratio over many rounds at once, with a bootstrap interval.
+
+``controller_cold_start.py`` runs a few rounds of each phase side by side, and the ratio of one
+round (controller create rate over the raw client's) moves by tens of percent: each phase's
+rate carries the machine's speed in the seconds it ran, the raw rate most of all. Pooling the
+rounds of several runs of the same code, and resampling them, says how well the ratio is known:
+
+- ``geometric_mean``: the geometric mean of the per-round ratios (log rates average linearly,
+  so one very fast or slow phase counts as much up as down);
+- ``ratio_of_medians``: the controller's median rate over the baseline's;
+- each with a 90 % bootstrap interval (rounds resampled with replacement, fixed seed);
+- ``correlation_baseline_ratio``: Pearson's r between the baseline rate and the per-round
+  ratio. Strongly negative means the per-round ratio mostly follows the baseline's luck.
+
+Usage: ``python benchmarks/cold_start_pool.py [LABEL=]GLOB ... [--baseline raw]
+[--phase controller_unlimited] [--out FILE]``.
+Rounds are grouped by label (the glob itself when none is given) and node count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import math
+import random
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "Round",
+    "bootstrap_interval",
+    "geometric_mean_ratio",
+    "pearson",
+    "pool",
+    "ratio_of_medians",
+    "rounds_of",
+    "summarize",
+]
+
+Round = tuple[float, float]
+"""(baseline creates/s, measured phase's creates/s) of one round."""
+
+Estimator = Callable[[Sequence[Round]], float]
+
+CONTROLLER_PHASE = "controller_unlimited"
+
+
+def rounds_of(result: dict[str, Any], *, baseline: str = "raw", phase: str = CONTROLLER_PHASE) -> list[Round]:
+    """The rounds of one ``controller_cold_start`` result that ran both the baseline and
+    ``phase`` (a controller phase or another raw one); a single-round result counts as one."""
+    found: list[Round] = []
+    for summary in result.get("rounds") or [_single_round(result)]:
+        base, measured = _rate(summary, baseline), _rate(summary, phase)
+        if base and measured:
+            found.append((base, measured))
+    return found
+
+
+def _rate(summary: dict[str, Any], phase: str) -> float | None:
+    """A phase's creates/s in a round summary: nested for controller phases, flat for raw ones."""
+    if phase.startswith("controller_"):
+        value = (summary.get(phase) or {}).get("creates_per_second")
+    else:
+        value = summary.get(f"{phase}_creates_per_second")
+    return float(value) if value else None
+
+
+def _single_round(result: dict[str, Any]) -> dict[str, Any]:
+    """A result without ``rounds`` in the shape of one round summary."""
+    out: dict[str, Any] = {}
+    for phase, figures in result.items():
+        if isinstance(figures, dict) and isinstance(figures.get("sim_log"), dict):
+            rate = figures["sim_log"].get("creates_per_second")
+            if phase.startswith("controller_"):
+                out[phase] = {"creates_per_second": rate}
+            else:
+                out[f"{phase}_creates_per_second"] = rate
+    return out
+
+
+def geometric_mean_ratio(rounds: Sequence[Round]) -> float:
+    """The geometric mean of the per-round ratios controller / baseline."""
+    return math.exp(statistics.fmean(math.log(ctl / base) for base, ctl in rounds))
+
+
+def ratio_of_medians(rounds: Sequence[Round]) -> float:
+    """The controller's median rate over the baseline's median rate."""
+    return statistics.median(ctl for _, ctl in rounds) / statistics.median(base for base, _ in rounds)
+
+
+def bootstrap_interval(rounds: Sequence[Round], estimator: Estimator, *, samples: int = 4000,
+                       level: float = 0.9, seed: int = 12) -> tuple[float, float]:
+    """The central ``level`` interval of ``estimator`` over ``samples`` resamplings of the rounds
+    (percentile bootstrap). Deterministic for a given seed."""
+    if not rounds:
+        raise ValueError("no rounds to resample")
+    rng = random.Random(seed)
+    values = sorted(estimator(rng.choices(rounds, k=len(rounds))) for _ in range(samples))
+    tail = (1.0 - level) / 2.0
+    low = values[int(tail * (samples - 1))]
+    high = values[math.ceil((1.0 - tail) * (samples - 1))]
+    return low, high
+
+
+def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """Pearson's correlation coefficient; None when either side does not vary."""
+    if len(xs) != len(ys) or len(xs) < 2:
+        return None
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    if sxx == 0 or syy == 0:
+        return None
+    return sxy / math.sqrt(sxx * syy)
+
+
+def summarize(rounds: Sequence[Round], *, goal: float = 0.8) -> dict[str, Any]:
+    """The pooled figures of one group of rounds."""
+    gm_low, gm_high = bootstrap_interval(rounds, geometric_mean_ratio)
+    rom_low, rom_high = bootstrap_interval(rounds, ratio_of_medians)
+    per_round = [ctl / base for base, ctl in rounds]
+    r = pearson([base for base, _ in rounds], per_round)
+    return {
+        "rounds": len(rounds),
+        "baseline_median": round(statistics.median(base for base, _ in rounds), 1),
+        "controller_median": round(statistics.median(ctl for _, ctl in rounds), 1),
+        "geometric_mean": round(geometric_mean_ratio(rounds), 3),
+        "geometric_mean_ci90": [round(gm_low, 3), round(gm_high, 3)],
+        "ratio_of_medians": round(ratio_of_medians(rounds), 3),
+        "ratio_of_medians_ci90": [round(rom_low, 3), round(rom_high, 3)],
+        "per_round_median": round(statistics.median(per_round), 3),
+        "per_round_at_or_above_goal": round(sum(1 for v in per_round if v >= goal) / len(per_round), 3),
+        "correlation_baseline_ratio": None if r is None else round(r, 3),
+    }
+
+
+def pool(sources: Iterable[tuple[str, dict[str, Any]]], *, baseline: str = "raw",
+         phase: str = CONTROLLER_PHASE, goal: float = 0.8) -> dict[str, dict[str, Any]]:
+    """Rounds grouped by ``"<label> <nodes>"`` and summarized; ``sources`` are (label, result)."""
+    groups: dict[str, list[Round]] = {}
+    for label, result in sources:
+        found = rounds_of(result, baseline=baseline, phase=phase)
+        if found:
+            groups.setdefault(f"{label} {result.get('nodes')}", []).extend(found)
+    return {key: summarize(rounds, goal=goal) for key, rounds in sorted(groups.items())}
+
+
+def _sources(patterns: Iterable[str]) -> list[tuple[str, dict[str, Any]]]:
+    out: list[tuple[str, dict[str, Any]]] = []
+    for pattern in patterns:
+        label, _, spec = pattern.rpartition("=")
+        paths = sorted(glob.glob(spec))
+        if not paths:
+            raise SystemExit(f"no result file matches {spec!r}")
+        out.extend((label or spec, json.loads(Path(path).read_text())) for path in paths)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("patterns", nargs="+", metavar="[LABEL=]GLOB",
+                        help="controller_cold_start result files; a label groups several globs")
+    parser.add_argument("--baseline", default="raw", help="raw phase to divide by (default raw)")
+    parser.add_argument("--phase", default=CONTROLLER_PHASE,
+                        help=f"phase to divide (default {CONTROLLER_PHASE}; a raw phase shows its ceiling)")
+    parser.add_argument("--goal", type=float, default=0.8)
+    parser.add_argument("--out", type=Path, help="also write the JSON here")
+    args = parser.parse_args()
+    text = json.dumps(pool(_sources(args.patterns), baseline=args.baseline, phase=args.phase, goal=args.goal), indent=1)
+    if args.out:
+        args.out.write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
