@@ -82,12 +82,12 @@ def _single_round(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def geometric_mean_ratio(rounds: Sequence[Round]) -> float:
-    """The geometric mean of the per-round ratios controller / baseline."""
+    """The geometric mean of the per-round ratios (measured phase over baseline)."""
     return math.exp(statistics.fmean(math.log(ctl / base) for base, ctl in rounds))
 
 
 def ratio_of_medians(rounds: Sequence[Round]) -> float:
-    """The controller's median rate over the baseline's median rate."""
+    """The measured phase's median rate over the baseline's median rate."""
     return statistics.median(ctl for _, ctl in rounds) / statistics.median(base for base, _ in rounds)
 
 
@@ -127,7 +127,7 @@ def summarize(rounds: Sequence[Round], *, goal: float = 0.8) -> dict[str, Any]:
     return {
         "rounds": len(rounds),
         "baseline_median": round(statistics.median(base for base, _ in rounds), 1),
-        "controller_median": round(statistics.median(ctl for _, ctl in rounds), 1),
+        "measured_median": round(statistics.median(ctl for _, ctl in rounds), 1),
         "geometric_mean": round(geometric_mean_ratio(rounds), 3),
         "geometric_mean_ci90": [round(gm_low, 3), round(gm_high, 3)],
         "ratio_of_medians": round(ratio_of_medians(rounds), 3),
