@@ -13,7 +13,7 @@ rounds of several runs of the same code, and resampling them, says how well the 
   ratio. Strongly negative means the per-round ratio mostly follows the baseline's luck.
 
 Usage: ``python benchmarks/cold_start_pool.py [LABEL=]GLOB ... [--baseline raw]
-[--phase controller_unlimited] [--out FILE]``.
+[--phase unlimited] [--out FILE]``.
 Rounds are grouped by label (the glob itself when none is given) and node count.
 """
 
@@ -36,6 +36,7 @@ __all__ = [
     "pearson",
     "pool",
     "ratio_of_medians",
+    "round_rates",
     "rounds_of",
     "summarize",
 ]
@@ -45,40 +46,31 @@ Round = tuple[float, float]
 
 Estimator = Callable[[Sequence[Round]], float]
 
-CONTROLLER_PHASE = "controller_unlimited"
+CONTROLLER_PHASE = "unlimited"
+"""The controller phase with the client's rate limit lifted, the one the goal is about."""
+
+
+def round_rates(summary: dict[str, Any]) -> dict[str, float]:
+    """Each phase's create rate in one round summary, by phase name (``raw``,
+    ``raw_slowstart_owned``, ``unlimited`` ...): flat for raw phases, nested for controller ones."""
+    rates: dict[str, float] = {}
+    for key, value in summary.items():
+        if key.endswith("_creates_per_second") and value:
+            rates[key.removesuffix("_creates_per_second")] = float(value)
+        elif key.startswith("controller_") and value.get("creates_per_second"):
+            rates[key.removeprefix("controller_")] = float(value["creates_per_second"])
+    return rates
 
 
 def rounds_of(result: dict[str, Any], *, baseline: str = "raw", phase: str = CONTROLLER_PHASE) -> list[Round]:
     """The rounds of one ``controller_cold_start`` result that ran both the baseline and
-    ``phase`` (a controller phase or another raw one); a single-round result counts as one."""
+    ``phase`` (a controller phase or another raw one)."""
     found: list[Round] = []
-    for summary in result.get("rounds") or [_single_round(result)]:
-        base, measured = _rate(summary, baseline), _rate(summary, phase)
-        if base and measured:
-            found.append((base, measured))
+    for summary in result.get("rounds") or []:
+        rates = round_rates(summary)
+        if baseline in rates and phase in rates:
+            found.append((rates[baseline], rates[phase]))
     return found
-
-
-def _rate(summary: dict[str, Any], phase: str) -> float | None:
-    """A phase's creates/s in a round summary: nested for controller phases, flat for raw ones."""
-    if phase.startswith("controller_"):
-        value = (summary.get(phase) or {}).get("creates_per_second")
-    else:
-        value = summary.get(f"{phase}_creates_per_second")
-    return float(value) if value else None
-
-
-def _single_round(result: dict[str, Any]) -> dict[str, Any]:
-    """A result without ``rounds`` in the shape of one round summary."""
-    out: dict[str, Any] = {}
-    for phase, figures in result.items():
-        if isinstance(figures, dict) and isinstance(figures.get("sim_log"), dict):
-            rate = figures["sim_log"].get("creates_per_second")
-            if phase.startswith("controller_"):
-                out[phase] = {"creates_per_second": rate}
-            else:
-                out[f"{phase}_creates_per_second"] = rate
-    return out
 
 
 def geometric_mean_ratio(rounds: Sequence[Round]) -> float:

@@ -55,7 +55,7 @@ from typing import Any
 
 import aiohttp
 import orjson
-from cold_start_pool import rounds_of, summarize
+from cold_start_pool import round_rates, rounds_of, summarize
 from common import (
     RESULTS,
     CpuTrace,
@@ -541,17 +541,6 @@ def rate_medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def round_rates(summary: dict[str, Any]) -> dict[str, float]:
-    """Each phase's create rate in one round summary (raw phases and controller phases alike)."""
-    rates: dict[str, float] = {}
-    for key, value in summary.items():
-        if key.endswith("_creates_per_second") and value:
-            rates[key.removesuffix("_creates_per_second")] = float(value)
-        elif key.startswith("controller_") and value.get("creates_per_second"):
-            rates[key.removeprefix("controller_")] = float(value["creates_per_second"])
-    return rates
-
-
 def pair_ratios(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     """The ratios over each pair of rounds run in opposite orders (rounds 1 and 2, 3 and 4 ...):
     the geometric mean of the two rounds' controller rates over that of their baseline rates.
@@ -586,13 +575,13 @@ def pooled(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     bootstrap interval, and how closely the per-round ratio follows the baseline's rate."""
     out: dict[str, Any] = {}
     summary = {"rounds": rounds}
-    phases = sorted({key for r in rounds for key in r if key.startswith("controller_")})
+    phases = sorted({phase for r in rounds for phase in round_rates(r) if not phase.startswith("raw")})
     for base in RATIO_KEYS:
         suffix = "" if base == "raw" else f"_vs_{base}"
         for phase in phases:
             found = rounds_of(summary, baseline=base, phase=phase)
             if len(found) > 1:
-                out.setdefault(f"pooled{suffix}", {})[phase.removeprefix("controller_")] = summarize(found)
+                out.setdefault(f"pooled{suffix}", {})[phase] = summarize(found)
     return out
 
 
@@ -625,8 +614,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             result.update(outcome)
         rounds.append(round_summary(outcome))
         log(f"round {index + 1}/{args.rounds}", **rounds[-1]["ratios"])
+    # Always kept, so that cold_start_pool can pool single-round runs with the rest.
+    result["rounds"] = rounds
     if args.rounds > 1:
-        result["rounds"] = rounds
         for key in RATIO_KEYS.values():
             per_round = [r[key] for r in rounds if r.get(key)]
             if per_round:

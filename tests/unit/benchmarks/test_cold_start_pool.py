@@ -12,6 +12,7 @@ from cold_start_pool import (
     pearson,
     pool,
     ratio_of_medians,
+    round_rates,
     rounds_of,
 )
 
@@ -85,10 +86,18 @@ def test_rounds_of_reads_the_round_summaries_and_skips_incomplete_rounds() -> No
     assert rounds_of(result, phase="raw_slowstart_owned") == [(1000.0, 900.0), (1200.0, 1000.0)]
 
 
-def test_rounds_of_a_single_round_result_reads_the_phases_sim_logs() -> None:
-    result = {"nodes": 1000, "raw": {"sim_log": {"creates_per_second": 1200.0}},
-              "controller_unlimited": {"sim_log": {"creates_per_second": 1000.0}}, "ratios": {"unlimited": 0.83}}
-    assert rounds_of(result) == [(1200.0, 1000.0)]
+@pytest.mark.parametrize(("summary", "expected"), [
+    (_summary(1000, 800), {"raw": 1000.0, "unlimited": 800.0}),
+    (_summary(1000, None, raw_slowstart_owned=900), {"raw": 1000.0, "raw_slowstart_owned": 900.0}),
+    # a phase that created nothing has no rate
+    ({"raw_creates_per_second": None, "controller_default": {"creates_per_second": None}}, {}),
+])
+def test_round_rates_names_each_phase(summary: dict[str, Any], expected: dict[str, float]) -> None:
+    assert round_rates(summary) == expected
+
+
+def test_rounds_of_a_result_without_rounds_is_empty() -> None:
+    assert rounds_of({"nodes": 1000, "raw": {"sim_log": {"creates_per_second": 1200.0}}}) == []
 
 
 def test_pool_groups_by_label_and_node_count() -> None:
