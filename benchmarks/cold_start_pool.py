@@ -33,6 +33,7 @@ __all__ = [
     "Round",
     "bootstrap_interval",
     "geometric_mean_ratio",
+    "load_sources",
     "pearson",
     "pool",
     "ratio_of_medians",
@@ -141,14 +142,20 @@ def pool(sources: Iterable[tuple[str, dict[str, Any]]], *, baseline: str = "raw"
     return {key: summarize(rounds, goal=goal) for key, rounds in sorted(groups.items())}
 
 
-def _sources(patterns: Iterable[str]) -> list[tuple[str, dict[str, Any]]]:
+def load_sources(patterns: Iterable[str]) -> list[tuple[str, dict[str, Any]]]:
+    """(label, result) per matched file; a file two globs of one label match counts once."""
     out: list[tuple[str, dict[str, Any]]] = []
+    seen: set[tuple[str, str]] = set()
     for pattern in patterns:
         label, _, spec = pattern.rpartition("=")
         paths = sorted(glob.glob(spec))
         if not paths:
             raise SystemExit(f"no result file matches {spec!r}")
-        out.extend((label or spec, json.loads(Path(path).read_text())) for path in paths)
+        for path in paths:
+            key = (label or spec, str(Path(path).resolve()))
+            if key not in seen:
+                seen.add(key)
+                out.append((key[0], json.loads(Path(path).read_text())))
     return out
 
 
@@ -162,7 +169,8 @@ def main() -> None:
     parser.add_argument("--goal", type=float, default=0.8)
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args()
-    text = json.dumps(pool(_sources(args.patterns), baseline=args.baseline, phase=args.phase, goal=args.goal), indent=1)
+    pooled = pool(load_sources(args.patterns), baseline=args.baseline, phase=args.phase, goal=args.goal)
+    text = json.dumps(pooled, indent=1)
     if args.out:
         args.out.write_text(text + "\n")
     print(text)

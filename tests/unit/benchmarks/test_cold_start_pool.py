@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -9,6 +11,7 @@ from cold_start_pool import (
     Round,
     bootstrap_interval,
     geometric_mean_ratio,
+    load_sources,
     pearson,
     pool,
     ratio_of_medians,
@@ -120,3 +123,18 @@ def test_pool_groups_by_label_and_node_count() -> None:
     # the baseline never varies here, so there is no correlation to report
     assert five["correlation_baseline_ratio"] is None
     assert pooled["shared 5000"]["geometric_mean"] == pytest.approx(0.5)
+
+
+def test_load_sources_labels_files_and_counts_each_once_per_label(tmp_path: Path) -> None:
+    for name, nodes in (("run-a-5000.json", 5000), ("run-b-5000.json", 5000), ("run-c-1000.json", 1000)):
+        (tmp_path / name).write_text(json.dumps({"nodes": nodes, "rounds": [_summary(1000, 800)]}))
+    sources = load_sources([f"x={tmp_path}/run-*.json", f"x={tmp_path}/run-a-*.json", f"{tmp_path}/run-c-*.json"])
+    assert [(label, result["nodes"]) for label, result in sources] == [
+        ("x", 5000), ("x", 5000), ("x", 1000), (f"{tmp_path}/run-c-*.json", 1000)]
+    assert {key: value["rounds"] for key, value in pool(sources).items()} == {
+        "x 5000": 2, "x 1000": 1, f"{tmp_path}/run-c-*.json 1000": 1}
+
+
+def test_load_sources_refuses_a_glob_that_matches_nothing(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match="no result file"):
+        load_sources([f"{tmp_path}/missing-*.json"])
