@@ -100,9 +100,7 @@ def create_window(records: list[dict[str, Any]], *, agent: str, burst: int | Non
     With ``traces``, each traced process's share of a CPU between the first and the last create
     (``busy_in_window``): whether the sim was the bottleneck of the window, and what else ran.
     """
-    times = [r["time"] for r in records
-             if r["verb"] == "create" and r["resource"] == "pods" and not r["subresource"]
-             and r["code"] == 201 and str(r["user_agent"]).startswith(agent)]
+    times = [r["time"] for r in records if client_pod_create(r, agent=agent) and r["code"] == 201]
     if not times:
         return {"creates": 0}
     span = max(times) - min(times)
@@ -117,6 +115,13 @@ def create_window(records: list[dict[str, Any]], *, agent: str, burst: int | Non
     return out
 
 
+def client_pod_create(record: dict[str, Any], *, agent: str) -> bool:
+    """Whether a sim request-log record is a pod create by the client whose user agent starts
+    with ``agent`` (whatever its answer)."""
+    return (record["verb"] == "create" and record["resource"] == "pods" and not record["subresource"]
+            and str(record["user_agent"]).startswith(agent))
+
+
 def other_requests(records: list[dict[str, Any]], *, start: float, end: float, agent: str) -> dict[str, int]:
     """What else the sim answered between ``start`` and ``end`` (its clock): every request but
     the measured client's pod creates and the watches already open, counted by user agent,
@@ -125,8 +130,7 @@ def other_requests(records: list[dict[str, Any]], *, start: float, end: float, a
     for r in records:
         if not start <= r["time"] <= end or r["verb"] == "watch":
             continue
-        if (r["verb"] == "create" and r["resource"] == "pods" and not r["subresource"]
-                and str(r["user_agent"]).startswith(agent)):
+        if client_pod_create(r, agent=agent):
             continue
         resource = r["resource"] + (f"/{r['subresource']}" if r["subresource"] else "")
         key = f"{(str(r['user_agent']).split() or ['-'])[0]} {r['verb']} {resource or r['path']}"
@@ -372,9 +376,7 @@ def sync_timeline(records: list[dict[str, Any]], logs: list[dict[str, Any]]) -> 
 
     Both clocks are this machine's wall clock: the sim logs requests with ``time.time()``, the
     controller stamps its log lines in UTC; a sync's start is its end minus its duration."""
-    creates = sorted(r["time"] for r in records
-                     if r["verb"] == "create" and r["resource"] == "pods" and not r["subresource"]
-                     and r["code"] == 201 and str(r["user_agent"]).startswith("dsctl/"))
+    creates = sorted(r["time"] for r in records if client_pod_create(r, agent="dsctl/") and r["code"] == 201)
     syncs = []
     for entry in logs:
         if entry.get("event") != "sync" or "duration_ms" not in entry:
