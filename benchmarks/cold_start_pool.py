@@ -99,16 +99,11 @@ def bootstrap_interval(rounds: Sequence[Round], estimator: Estimator, *, samples
 
 
 def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
-    """Pearson's correlation coefficient; None when either side does not vary."""
-    if len(xs) != len(ys) or len(xs) < 2:
+    """Pearson's correlation coefficient; None for fewer than two pairs or a side that does not vary."""
+    try:
+        return statistics.correlation(xs, ys)
+    except statistics.StatisticsError:
         return None
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
-    sxx = sum((x - mx) ** 2 for x in xs)
-    syy = sum((y - my) ** 2 for y in ys)
-    if sxx == 0 or syy == 0:
-        return None
-    return sxy / math.sqrt(sxx * syy)
 
 
 def summarize(rounds: Sequence[Round], *, goal: float = 0.8) -> dict[str, Any]:
