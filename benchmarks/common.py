@@ -112,7 +112,22 @@ def environment() -> dict[str, Any]:
     return {"commit": commit, "dsctl_modified_since_commit": bool(dirty), "cpus": os.cpu_count(),
             "python": platform.python_version(), "platform": platform.platform(),
             "aiohttp": aiohttp.__version__, "kubernetes_asyncio": kubernetes_asyncio.__version__,
-            "loadavg_at_start": [round(x, 2) for x in os.getloadavg()]}
+            "loadavg_at_start": [round(x, 2) for x in os.getloadavg()], **cpu_facts()}
+
+
+def cpu_facts() -> dict[str, Any]:
+    """What kind of CPUs ran the benchmark (``/proc/cpuinfo``, sysfs): results from different
+    hosts differ by more than most changes do, so each result says which host it came from."""
+    facts: dict[str, Any] = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = (part.strip() for part in line.partition(":"))
+            if key in ("model name", "cpu MHz", "cache size") and key.replace(" ", "_") not in facts:
+                facts[key.replace(" ", "_")] = value
+    with contextlib.suppress(OSError):
+        siblings = Path("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list").read_text().strip()
+        facts["cpu0_thread_siblings"] = siblings
+    return facts
 
 
 def write_result(name: str, result: Mapping[str, Any]) -> None:

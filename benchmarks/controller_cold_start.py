@@ -37,7 +37,9 @@ the first CPU to itself and every client the others, as on separate hosts; it st
 rate.
 
 Usage: ``python benchmarks/controller_cold_start.py [--nodes 5000] [--phases raw default qps1000 unlimited]
-[--pin] [--rounds N] [--timeline] [--profile | --profile-sim | --cprofile]``.
+[--pin] [--rounds N] [--noise DUTY] [--timeline] [--profile | --profile-sim | --cprofile]``.
+Each round records how steady the machine was (``machine``: a fixed loop's spread on each CPU
+and the steal share, see ``machine.py``); ``--noise`` makes it unsteady on purpose.
 Prints the JSON summary and writes ``benchmarks/results/controller_cold_start.json``.
 """
 
@@ -75,6 +77,7 @@ from common import (
     watch_delivery,
     write_result,
 )
+from machine import Steal, cpu_noise, probe
 from podwatch_apart import PodWatchApart
 
 from dsctl.daemonset.manage import slow_start_batches
@@ -608,14 +611,23 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = {"benchmark": NAME, "nodes": args.nodes,
                               "pod_startup_seconds": args.pod_startup_seconds, "environment": environment()}
     rounds = []
+    run_steal = Steal.now()
     for index in range(args.rounds):
+        # How steady the machine is now: a ratio of phases seconds apart means little on a
+        # machine whose speed moves by a fifth from one second to the next (machine.py).
+        steadiness, steal = probe(), Steal.now()
         # Odd rounds run the phases backwards, so a drift of the machine within a round
         # favours neither the raw client nor the controller over the whole run.
         outcome = await one_round(args, reverse=args.counterbalance and index % 2 == 1)
         if index == 0:
             result.update(outcome)
         rounds.append(round_summary(outcome))
-        log(f"round {index + 1}/{args.rounds}", **rounds[-1]["ratios"])
+        rounds[-1]["machine"] = {"loop_spread": steadiness["spread_max"],
+                                 "loop_median_ms": {cpu: s["median_ms"] for cpu, s in steadiness["per_cpu"].items()},
+                                 "steal_share": round(Steal.now().share_since(steal), 4)}
+        log(f"round {index + 1}/{args.rounds}", **rounds[-1]["ratios"], loop_spread=steadiness["spread_max"])
+    result["machine"] = {"noise_duty": args.noise, "steal_share": round(Steal.now().share_since(run_steal), 4),
+                         "probe_after": probe()}
     # Always kept, so that cold_start_pool can pool single-round runs with the rest.
     result["rounds"] = rounds
     if args.rounds > 1:
@@ -699,10 +711,16 @@ def main() -> None:
     parser.add_argument("--timeline", action="store_true",
                         help="controller phases log at debug level, and the JSON gets each sync's "
                              "planning, creating and tail time against the sim's create log")
+    parser.add_argument("--noise", type=float, default=0.0, metavar="DUTY",
+                        help="the control experiment for an unsteady machine: one process per CPU busy for a "
+                             "random share (DUTY on average) of every 20 ms, as a noisy neighbour is")
     args = parser.parse_args()
+    if not 0 <= args.noise < 1:
+        parser.error(f"--noise: {args.noise} is not a share of a CPU in [0, 1)")
     if args.pin and len(os.sched_getaffinity(0)) < 2:
         parser.error("--pin needs at least 2 CPUs: one for the sim, the rest for its clients")
-    write_result(NAME, asyncio.run(run(args)))
+    with cpu_noise(args.noise):
+        write_result(NAME, asyncio.run(run(args)))
 
 
 if __name__ == "__main__":
