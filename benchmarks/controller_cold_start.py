@@ -38,8 +38,8 @@ rate.
 
 Usage: ``python benchmarks/controller_cold_start.py [--nodes 5000] [--phases raw default qps1000 unlimited]
 [--pin] [--rounds N] [--noise DUTY] [--timeline] [--profile | --profile-sim | --cprofile]``.
-Each round records how steady the machine was (``machine``: a fixed loop's spread on each CPU
-and the steal share, see ``machine.py``); ``--noise`` makes it unsteady on purpose.
+Each round records how steady the machine was (``machine``: a fixed loop's spread on each CPU,
+a cross-CPU wake-up round trip and the steal share, see ``machine.py``); ``--noise`` makes it unsteady on purpose.
 Prints the JSON summary and writes ``benchmarks/results/controller_cold_start.json``.
 """
 
@@ -77,7 +77,7 @@ from common import (
     watch_delivery,
     write_result,
 )
-from machine import Steal, cpu_noise, probe
+from machine import Steal, cpu_noise, probe, wakeup_probe
 from podwatch_apart import PodWatchApart
 
 from dsctl.daemonset.manage import slow_start_batches
@@ -615,7 +615,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     for index in range(args.rounds):
         # How steady the machine is now: a ratio of phases seconds apart means little on a
         # machine whose speed moves by a fifth from one second to the next (machine.py).
-        steadiness, steal = probe(), Steal.now()
+        steadiness, wakeup, steal = probe(), wakeup_probe(), Steal.now()
         # Odd rounds run the phases backwards, so a drift of the machine within a round
         # favours neither the raw client nor the controller over the whole run.
         outcome = await one_round(args, reverse=args.counterbalance and index % 2 == 1)
@@ -624,8 +624,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         rounds.append(round_summary(outcome))
         rounds[-1]["machine"] = {"loop_spread": steadiness["spread_max"],
                                  "loop_median_ms": {cpu: s["median_ms"] for cpu, s in steadiness["per_cpu"].items()},
+                                 "wakeup_round_trip": wakeup,
                                  "steal_share": round(Steal.now().share_since(steal), 4)}
-        log(f"round {index + 1}/{args.rounds}", **rounds[-1]["ratios"], loop_spread=steadiness["spread_max"])
+        log(f"round {index + 1}/{args.rounds}", **rounds[-1]["ratios"], loop_spread=steadiness["spread_max"],
+            wakeup_us=wakeup.get("median_us"))
     result["machine"] = {"noise_duty": args.noise, "steal_share": round(Steal.now().share_since(run_steal), 4),
                          "probe_after": probe()}
     # Always kept, so that cold_start_pool can pool single-round runs with the rest.

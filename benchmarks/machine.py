@@ -12,6 +12,11 @@ So every cold-start result records how steady the machine was while it ran:
 - ``Steal``: the share of all CPU time the kernel counted as stolen between two reads of
   ``/proc/stat``.
 
+- ``wakeup_probe``: round trips of one byte through pipes between two processes on different
+  CPUs, each after a pause long enough for both CPUs to go idle. That is what a barrier costs:
+  the client's last answer wakes a sleeping server, or the server's wakes a sleeping client. A
+  hypervisor that deschedules idle vCPUs makes it slow while the loop above stays fast.
+
 ``cpu_noise`` is the control experiment: one process per CPU that is busy for a random part of
 every period, as a noisy neighbour is, so the effect of unsteadiness on a ratio can be measured
 instead of guessed.
@@ -32,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LOOP_ITERATIONS", "Steal", "cpu_noise", "probe", "spread", "timing_summary"]
+__all__ = ["LOOP_ITERATIONS", "Steal", "cpu_noise", "probe", "spread", "timing_summary", "wakeup_probe"]
 
 LOOP_ITERATIONS = 300_000
 """About 8 ms of one 2.6 GHz vCPU: long enough to span a few scheduler ticks, short enough
@@ -84,6 +89,37 @@ def probe(*, samples: int = 10, gap_seconds: float = 0.02, iterations: int = LOO
     return {"per_cpu": per_cpu, "spread_max": max(s["spread"] for s in per_cpu.values())}
 
 
+def wakeup_probe(*, trips: int = 100, pause_seconds: float = 0.002) -> dict[str, float]:
+    """Median and p90 (µs) of ``trips`` one-byte round trips to an echo process on another CPU,
+    each after ``pause_seconds`` of sleep on both sides. Empty on a machine with one CPU."""
+    every = sorted(os.sched_getaffinity(0))
+    if len(every) < 2:
+        return {}
+    here, there = every[0], every[-1]
+    echo = subprocess.Popen([sys.executable, __file__, "--echo", "--cpu", str(there)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    assert echo.stdin is not None and echo.stdout is not None
+    mine = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {here})
+    micros = []
+    try:
+        echo.stdin.write(b"x")  # the first trip starts the child; not timed
+        echo.stdout.read(1)
+        for _ in range(trips):
+            time.sleep(pause_seconds)
+            start = time.perf_counter()
+            echo.stdin.write(b"x")
+            echo.stdout.read(1)
+            micros.append(1e6 * (time.perf_counter() - start))
+    finally:
+        os.sched_setaffinity(0, mine)
+        echo.stdin.close()
+        echo.wait(timeout=10)
+    ordered = sorted(micros)
+    return {"median_us": round(statistics.median(ordered), 1),
+            "p90_us": round(ordered[round(0.9 * (len(ordered) - 1))], 1)}
+
+
 @dataclass(frozen=True, slots=True)
 class Steal:
     """The ``cpu`` line of ``/proc/stat``: stolen and total jiffies since boot."""
@@ -133,13 +169,25 @@ def cpu_noise(duty: float, *, period_ms: float = 20.0, seed: int = 1) -> Iterato
             proc.wait(timeout=10)
 
 
-def _noise_main() -> None:
-    parser = argparse.ArgumentParser(description="busy a random share of every period on one CPU")
+def _echo(*, cpu: int) -> None:
+    """The far end of ``wakeup_probe``: send back every byte read, until end of input."""
+    os.sched_setaffinity(0, {cpu})
+    while byte := os.read(0, 1):
+        os.write(1, byte)
+
+
+def _main() -> None:
+    parser = argparse.ArgumentParser(description="busy a random share of every period on one CPU, "
+                                                 "or (--echo) the far end of the wake-up probe")
     parser.add_argument("--cpu", type=int, required=True)
-    parser.add_argument("--duty", type=float, required=True)
+    parser.add_argument("--echo", action="store_true")
+    parser.add_argument("--duty", type=float, default=0.0)
     parser.add_argument("--period-ms", type=float, default=20.0)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
+    if args.echo:
+        _echo(cpu=args.cpu)
+        return
     os.sched_setaffinity(0, {args.cpu})
     rng = random.Random(args.seed)
     period = args.period_ms / 1000
@@ -152,4 +200,4 @@ def _noise_main() -> None:
 
 
 if __name__ == "__main__":
-    _noise_main()
+    _main()
