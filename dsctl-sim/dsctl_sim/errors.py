@@ -38,7 +38,8 @@ class StorageError(Exception):
     """Base of every API error. ``code`` is the HTTP status, ``reason`` the ``StatusReason``.
 
     ``details`` is the ``Status.details`` object (``name``, ``group``, ``kind``, ``causes``...);
-    it is optional and copied into the response unchanged.
+    it is optional and copied into the response unchanged. ``list_continue`` is the continue
+    token a 410 for an expired continue carries in ``Status.metadata``.
     """
 
     code: int = 500
@@ -51,10 +52,12 @@ class StorageError(Exception):
         details: dict[str, Any] | None = None,
         code: int | None = None,
         reason: str | None = None,
+        list_continue: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.details = details
+        self.list_continue = list_continue
         if code is not None:
             self.code = code
         if reason is not None:
@@ -62,7 +65,10 @@ class StorageError(Exception):
 
     def to_status(self) -> dict[str, Any]:
         """The ``metav1.Status`` object describing this error."""
-        return status_body(code=self.code, reason=self.reason, message=self.message, details=self.details)
+        body = status_body(code=self.code, reason=self.reason, message=self.message, details=self.details)
+        if self.list_continue:
+            body["metadata"] = {"continue": self.list_continue}
+        return body
 
 
 def _details(name: str | None, group: str, kind: str) -> dict[str, Any]:

@@ -169,9 +169,8 @@ async def _list(request: web.BaseRequest, state: ApiState, info: RequestInfo) ->
         if state.faults.take_compact_before_continue():
             storage.compact()
             state.paginator.compact()
-            raise continue_expired()
-        page = state.paginator.next(token, limit=limit, scope=scope, floor=storage.table(key).floor,
-                                    relist=relist)
+            raise continue_expired(token)
+        page = state.paginator.next(token, limit=limit, scope=scope, relist=relist)
     else:
         rv_text = query.get("resourceVersion", "")
         if query.get("resourceVersionMatch") == "Exact" and rv_text and int(rv_text) != storage.resource_version:

@@ -2,15 +2,17 @@
 
 Pagination is snapshot-based. The first page of a limited list keeps the full filtered
 result (a list of ``Doc`` references, ~8 bytes per object) under a snapshot id; continue
-tokens name that snapshot and an offset, so every page comes from one consistent state,
-exactly as an etcd-backed apiserver serves pages at the first page's resourceVersion.
+tokens name that snapshot and an offset, so every page comes from one consistent state and
+carries the first page's resourceVersion, exactly as an etcd-backed apiserver serves pages.
 
-Snapshots are bounded in number and age. A token whose snapshot is gone falls back to key
-order: the rest of the current list after the token's last key, so every object that
-existed throughout is still returned exactly once. A token older than the type's watch
-history is refused with 410 Expired, as kube-apiserver refuses a compacted continue.
-Compaction (:meth:`Paginator.compact`) drops every snapshot, as etcd's compaction makes every
-older continue token unusable: the next page of a list that straddles it is that 410.
+Snapshots are bounded in number and age, and compaction (:meth:`Paginator.compact`) drops
+them all, as etcd's compaction makes older continue tokens unusable. A token whose snapshot
+is gone is refused with kube-apiserver's 410 Expired, never answered from the current state:
+a client that joined such a page to the earlier ones and watched from its newer
+resourceVersion would never hear of what changed in the earlier pages meanwhile. As upstream,
+that 410 carries an inconsistent continue token (resourceVersion -1) in its ``metadata``; a
+client that accepts an inconsistent list may send it, and gets the rest of the current list
+after the last key it saw, at the current resourceVersion.
 """
 
 from __future__ import annotations
@@ -28,7 +30,10 @@ import orjson
 from dsctl_sim.errors import BadRequest, Gone
 from dsctl_sim.watch import Doc
 
-__all__ = ["Page", "Paginator", "continue_expired", "list_body", "list_chunks"]
+__all__ = ["INCONSISTENT_RV", "Page", "Paginator", "continue_expired", "list_body", "list_chunks"]
+
+INCONSISTENT_RV = -1
+"""The resourceVersion of an inconsistent continue token: "from the latest state", as upstream."""
 
 
 @dataclass(slots=True)
@@ -97,24 +102,16 @@ class Paginator:
         token = _encode({"rv": rv, "id": snap_id, "off": end, "ns": ns, "name": name})
         return Page(page, rv, token, len(docs) - end)
 
-    def next(
-        self,
-        token: str,
-        *,
-        limit: int,
-        scope: str,
-        floor: int,
-        relist: Callable[[], tuple[list[Doc], int]],
-    ) -> Page:
-        """The page after ``token``. ``relist`` gives the current sorted list for the fallback;
-        ``floor`` is the type's oldest replayable resourceVersion."""
+    def next(self, token: str, *, limit: int, scope: str, relist: Callable[[], tuple[list[Doc], int]]) -> Page:
+        """The page after ``token``. ``relist`` gives the current sorted list, read only for
+        an inconsistent token (the one a 410 hands out)."""
         data = _decode(token)
         self._expire()
-        snap = self._snapshots.get(data["id"])
-        if snap is not None and snap.scope == scope:
+        if data["rv"] >= 0:
+            snap = self._snapshots.get(data["id"])
+            if snap is None or snap.scope != scope:
+                raise continue_expired(token)
             return self._slice(data["id"], snap.docs, snap.rv, data["off"], limit if limit > 0 else 1 << 62)
-        if data["rv"] < floor:
-            raise continue_expired()
         docs, rv = relist()
         last = (data["ns"], data["name"])
         rest = [d for d in docs if _key_of(d) > last]
@@ -125,10 +122,15 @@ class Paginator:
         return self._slice(snap_id, rest, rv, 0, limit)
 
 
-def continue_expired() -> Gone:
-    """kube-apiserver's 410 for a continue token whose resourceVersion was compacted."""
-    return Gone("The provided continue parameter is too old to display a consistent list result. "
-                "You can start a new list without the continue parameter.")
+def continue_expired(token: str) -> Gone:
+    """kube-apiserver's 410 for a continue token it can no longer serve consistently, with
+    the inconsistent token for the rest of the list (after the same key, from now on)."""
+    data = _decode(token)
+    inconsistent = _encode({"rv": INCONSISTENT_RV, "id": 0, "off": 0, "ns": data["ns"], "name": data["name"]})
+    return Gone("The provided continue parameter is too old to display a consistent list result. Start a new "
+                "list without it, or send the continue token in this response to get the rest of the results "
+                "as an inconsistent list: objects created, changed or deleted since the first page may show.",
+                list_continue=inconsistent)
 
 
 def _encode(data: dict[str, Any]) -> str:

@@ -64,8 +64,17 @@ _YIELD_EVERY = 2000
 _TOO_LARGE_CAUSE = "ResourceVersionTooLarge"
 _TOO_LARGE_MESSAGE = "Too large resource version"
 _LIST_RESTARTS = 3
-"""Consecutive restarts of one list after expired continue tokens before it counts as failed
-(then the reflector's Gone backoff applies)."""
+"""Consecutive restarts of one list after expired continue tokens (or pages of different
+resourceVersions) before it counts as failed (then the reflector's Gone backoff applies)."""
+
+
+class _MixedList(Exception):
+    """A continued page carried another resourceVersion than the list's first page."""
+
+    def __init__(self, first: str, page: str) -> None:
+        super().__init__(f"page at resourceVersion {page}, first page at {first}")
+        self.first = first
+        self.page = page
 
 
 class ListerWatcher(Protocol):
@@ -324,6 +333,11 @@ class Reflector:
         from its first page, at most ``_LIST_RESTARTS`` times in a row. client-go's pager
         falls back to one unpaginated list instead; at 150,000 pods that list, decoded in one
         piece, took the process to 5 GiB (see docs/decisions.md).
+
+        Every page of one list must carry the first page's resourceVersion: kube-apiserver serves
+        continued pages at that version. A page at another one (a server or proxy that continued
+        from its current state) restarts the list as well: the watch would start from the newer
+        version and never deliver what changed, before it, among the objects of earlier pages.
         """
         replacement = self.store.begin_replace()
         restarts = 0
@@ -331,12 +345,19 @@ class Reflector:
             try:
                 rv = await self._list_pages(replacement)
                 break
-            except Gone:
+            except (Gone, _MixedList) as exc:
                 if restarts >= _LIST_RESTARTS:
+                    if isinstance(exc, _MixedList):
+                        raise Gone(410, "Expired", f"inconsistent paginated list: {exc}") from exc
                     raise
                 restarts += 1
-                self._log.info("informer.list.continue_expired", restart=restarts)
-                self._m_errors.labels(resource=self._label, reason="ContinueExpired").inc()
+                if isinstance(exc, _MixedList):
+                    self._log.warning("informer.list.inconsistent", restart=restarts, first_rv=exc.first,
+                                      page_rv=exc.page)
+                    self._m_errors.labels(resource=self._label, reason="InconsistentList").inc()
+                else:
+                    self._log.info("informer.list.continue_expired", restart=restarts)
+                    self._m_errors.labels(resource=self._label, reason="ContinueExpired").inc()
                 replacement.restart()
         await self._finish_list(replacement, rv)
 
@@ -346,6 +367,7 @@ class Reflector:
         rv = ""
         token: str | None = None
         prepare = self._prepare
+        first = True
         while True:
             page = await self.client.list(
                 self.resource,
@@ -357,7 +379,10 @@ class Reflector:
             )
             items = page.get("items") or ()
             meta = page.get("metadata") or {}
-            rv = meta.get("resourceVersion") or rv
+            page_rv = meta.get("resourceVersion") or rv
+            if not first and page_rv != rv:
+                raise _MixedList(rv, page_rv)
+            rv, first = page_rv, False
             token = meta.get("continue") or None
             del page
             with gc_paused():

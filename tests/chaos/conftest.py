@@ -1,7 +1,8 @@
 """Options of the chaos suite and the scenario parametrisation.
 
 - ``--chaos-seed N`` runs the selected scenarios with seed ``N`` (the replay line each run
-  prints names the scenario with ``-k``);
+  prints names the scenario with ``-k``); with ``--long``, a seed past the 200 scenarios (a
+  soak started with ``--start``) adds its own scenario to the list, so its replay line works;
 - ``--long`` swaps the CI-sized list (24 scenarios, one per theme plus repeats) for the soak
   list (200 scenarios over larger clusters and longer fault windows). Without it, the soak
   failures fixed since (``REGRESSIONS``) run too, each with its soak seed and sizes.
@@ -49,8 +50,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     long = bool(metafunc.config.getoption("--long", default=False))
     chosen = metafunc.config.getoption("--chaos-seed", default=None)
     base = LONG_SEED_BASE if long else CI_SEED_BASE
+    cases = chaos_cases(long=long)
+    if long and chosen is not None and int(chosen) - base >= LONG_SCENARIOS:
+        # A soak past the 200 (``--start``) prints the replay of its own index: run that one too.
+        index = int(chosen) - base
+        cases.append((index, THEMES[index % len(THEMES)]))
     params = [pytest.param((index, theme, base + index if chosen is None else int(chosen), long),
-                           id=f"s{index:03d}-{theme}") for index, theme in chaos_cases(long=long)]
+                           id=f"s{index:03d}-{theme}") for index, theme in cases]
     if not long and chosen is None:
         params += [pytest.param((index, theme, seed, True), id=f"regression-s{index:03d}-{theme}-{seed}")
                    for index, theme, seed in REGRESSIONS]

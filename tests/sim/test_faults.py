@@ -157,6 +157,26 @@ async def test_compact_before_continue_expires_the_token(api: Api) -> None:
     assert (await api.ok("GET", f"{PODS}?limit=5&continue={again['metadata']['continue']}"))["items"]
 
 
+async def test_compaction_expires_every_open_list(api: Api) -> None:
+    """A list still paging when another list's continue compacts is refused too, never continued
+    from the current state: its first page predates a delete whose event its watch (from the
+    later resourceVersion such a page would carry) would never see. The 410 offers the
+    inconsistent continuation, which does serve the current state."""
+    for name in ("a", "b", "c", "d"):
+        await api.ok("POST", PODS, pod(name))
+    open_list = await api.ok("GET", f"{PODS}?limit=2")
+    other = await api.ok("GET", f"{PODS}?limit=1")
+    await api.ok("DELETE", f"{PODS}/a")
+    await api.ok("PATCH", "/sim/faults", {"compact_before_continue": 1})
+    status, _ = await api.call("GET", f"{PODS}?limit=1&continue={other['metadata']['continue']}")
+    assert status == 410
+    status, body = await api.call("GET", f"{PODS}?limit=2&continue={open_list['metadata']['continue']}")
+    assert (status, body["reason"]) == (410, "Expired")
+    rest = await api.ok("GET", f"{PODS}?limit=5&continue={body['metadata']['continue']}")
+    assert [p["metadata"]["name"] for p in rest["items"]] == ["c", "d"]
+    assert int(rest["metadata"]["resourceVersion"]) > int(open_list["metadata"]["resourceVersion"])
+
+
 async def test_faults_round_trip_and_validation(api: Api) -> None:
     """GET returns what PUT set; PATCH changes one knob; bad configs are 400."""
     await api.ok("PUT", "/sim/faults", {"latency_ms": 1, "watch_drop_seconds": 30})

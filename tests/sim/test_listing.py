@@ -1,4 +1,4 @@
-"""Pagination snapshots and their fallbacks, and the request log's cursor, in process."""
+"""Pagination snapshots, the 410 for a token without one, and the request log's cursor, in process."""
 
 from __future__ import annotations
 
@@ -35,46 +35,62 @@ def test_pages_come_from_one_snapshot() -> None:
     def relist() -> tuple[list[Doc], int]:
         raise AssertionError("the snapshot should serve this page")
 
-    second = pager.next(first.token, limit=2, scope="s", floor=0, relist=relist)
-    third = pager.next(second.token, limit=2, scope="s", floor=0, relist=relist)
+    second = pager.next(first.token, limit=2, scope="s", relist=relist)
+    third = pager.next(second.token, limit=2, scope="s", relist=relist)
     assert _names(second.docs) == ["c", "d"] and _names(third.docs) == ["e"]
     assert third.token == "" and second.rv == third.rv == 10
 
 
-def test_expired_snapshot_falls_back_to_key_order() -> None:
-    """Without its snapshot a token continues after its last key in the current list."""
+def _no_relist() -> tuple[list[Doc], int]:
+    raise AssertionError("a consistent token never reads the current list")
+
+
+def test_expired_snapshot_is_gone_with_an_inconsistent_token() -> None:
+    """Without its snapshot a token is 410, never a page of the current state (which, joined to
+    the first page and watched from its newer resourceVersion, would hide the changes in the
+    first page); the 410 hands out the inconsistent token for the rest, as kube-apiserver."""
     clock = _Clock()
     pager = Paginator(ttl_seconds=60, now=clock)
     first = pager.first(_docs(["a", "b", "c", "d"]), 10, limit=2, scope="s")
     clock.t = 120
-    nxt = pager.next(first.token, limit=10, scope="s", floor=0,
-                     relist=lambda: (_docs(["a", "aa", "c", "d", "e"]), 12))
-    assert _names(nxt.docs) == ["c", "d", "e"] and nxt.token == "" and nxt.rv == 12
+    with pytest.raises(Gone) as caught:
+        pager.next(first.token, limit=10, scope="s", relist=_no_relist)
+    status = caught.value.to_status()
+    assert status["code"] == 410 and status["reason"] == "Expired"
+    assert "too old to display a consistent list result" in status["message"]
+    inconsistent = status["metadata"]["continue"]
+    rest = pager.next(inconsistent, limit=10, scope="s", relist=lambda: (_docs(["a", "aa", "c", "d", "e"]), 12))
+    assert _names(rest.docs) == ["c", "d", "e"] and rest.token == "" and rest.rv == 12
 
 
-def test_token_older_than_history_is_gone() -> None:
-    """A token whose snapshot is gone and whose RV predates the history floor is 410."""
-    clock = _Clock()
-    pager = Paginator(ttl_seconds=1, now=clock)
+def test_inconsistent_continuation_pages_on() -> None:
+    """The rest of an inconsistent list is itself paged, from one snapshot of the current state."""
+    pager = Paginator()
     first = pager.first(_docs(["a", "b", "c"]), 10, limit=1, scope="s")
-    clock.t = 5
+    pager.compact()
+    with pytest.raises(Gone) as caught:
+        pager.next(first.token, limit=1, scope="s", relist=_no_relist)
+    token = caught.value.to_status()["metadata"]["continue"]
+    second = pager.next(token, limit=1, scope="s", relist=lambda: (_docs(["a", "b", "c"]), 15))
+    third = pager.next(second.token, limit=1, scope="s", relist=_no_relist)
+    assert _names(second.docs) == ["b"] and _names(third.docs) == ["c"] and second.rv == third.rv == 15
+
+
+def test_token_from_another_query_is_gone() -> None:
+    """A token sent with other selectors than its first page's cannot be served from its snapshot."""
+    pager = Paginator()
+    first = pager.first(_docs(["a", "b", "c"]), 10, limit=1, scope="s")
     with pytest.raises(Gone):
-        pager.next(first.token, limit=1, scope="s", floor=11, relist=lambda: ([], 20))
+        pager.next(first.token, limit=1, scope="other", relist=_no_relist)
 
 
 def test_snapshot_count_is_bounded() -> None:
-    """Only max_snapshots snapshots are kept; the oldest token then uses the fallback."""
+    """Only max_snapshots snapshots are kept; the oldest token is then refused with 410."""
     pager = Paginator(max_snapshots=2)
     tokens = [pager.first(_docs(["a", "b", "c"]), 10, limit=1, scope="s").token for _ in range(3)]
-    calls: list[int] = []
-
-    def relist() -> tuple[list[Doc], int]:
-        calls.append(1)
-        return _docs(["a", "b", "c"]), 11
-
-    pager.next(tokens[0], limit=1, scope="s", floor=0, relist=relist)
-    pager.next(tokens[2], limit=1, scope="s", floor=0, relist=relist)
-    assert calls == [1]
+    with pytest.raises(Gone):
+        pager.next(tokens[0], limit=1, scope="s", relist=_no_relist)
+    assert _names(pager.next(tokens[2], limit=1, scope="s", relist=_no_relist).docs) == ["b"]
 
 
 @pytest.mark.parametrize("token", [
@@ -84,7 +100,7 @@ def test_snapshot_count_is_bounded() -> None:
 def test_garbled_tokens_are_bad_requests(token: str) -> None:
     """A token that does not decode is a 400."""
     with pytest.raises(BadRequest):
-        Paginator().next(token, limit=1, scope="s", floor=0, relist=lambda: ([], 0))
+        Paginator().next(token, limit=1, scope="s", relist=lambda: ([], 0))
 
 
 def _log(log: RequestLog, n: int) -> None:

@@ -4,6 +4,11 @@ It keeps objects with a global resourceVersion and an event history that tests c
 (next watches from older RVs get Gone), can end every open watch (a dropped connection), can
 inject errors into the next list/watch calls, honours the inactivity timeout like the real
 client (a silent watch raises ConnectionFailed "WatchInactive"), and records every call.
+
+A paginated list is served as kube-apiserver serves it: every page from the state and at the
+resourceVersion of the first page. ``current_pages`` makes the next N continued pages come
+from the current state at the current resourceVersion instead (a server that does not keep
+the snapshot), to test that the reflector refuses such a list.
 """
 
 from __future__ import annotations
@@ -47,6 +52,11 @@ class FakeSource:
     list_errors: deque[Exception | None] = field(default_factory=deque)
     """Errors for the next list calls, in order; None lets that call succeed."""
     watch_errors: deque[Exception | None] = field(default_factory=deque)
+    current_pages: int = 0
+    """How many of the next continued pages come from the current state, not the first page's."""
+    on_page: list[Any] = field(default_factory=list)
+    """Callbacks run (and dropped) after the next pages are served: writes between two pages."""
+    _snapshot: tuple[list[Obj], int] = field(default_factory=lambda: ([], 0))
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
     _generation: int = 0
 
@@ -103,13 +113,21 @@ class FakeSource:
         self.calls.append(Call("list", continue_=continue_, limit=limit))
         if self.list_errors and (error := self.list_errors.popleft()) is not None:
             raise error
-        items = sorted(self.objects.values(), key=object_key)
+        if continue_ is None:
+            self._snapshot = (copy.deepcopy(sorted(self.objects.values(), key=object_key)), self.rv)
+        items, rv = self._snapshot
+        if continue_ is not None and self.current_pages > 0:
+            self.current_pages -= 1
+            items, rv = copy.deepcopy(sorted(self.objects.values(), key=object_key)), self.rv
         start = int(continue_ or 0)
         end = len(items) if not limit else start + limit
-        meta: dict[str, Any] = {"resourceVersion": str(self.rv)}
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if end < len(items):
             meta["continue"] = str(end)
-        return {"items": copy.deepcopy(items[start:end]), "metadata": meta}
+        page = {"items": copy.deepcopy(items[start:end]), "metadata": meta}
+        if self.on_page:
+            await self.on_page.pop(0)()
+        return page
 
     async def watch(
         self,

@@ -269,6 +269,59 @@ async def test_expired_continue_token_restarts_paginated_relist(registry: Collec
         "informer_watch_errors_total", {"resource": "pods", "reason": "ContinueExpired"}) == 1
 
 
+async def test_pages_of_another_resource_version_restart_the_list(registry: CollectorRegistry) -> None:
+    """A continued page served from a newer state than the first page (what a server that
+    dropped the snapshot and carried on would send) restarts the list: kept, the first page's
+    objects would stay as listed, and the watch, from the newer resourceVersion, would never
+    deliver a pod deleted between the two pages (soak seed 53101: a DaemonSet waited for
+    deletions it had already made)."""
+    source = FakeSource()
+    for i in range(5):
+        await source.put(pod(f"p{i}"))
+    informer = make(source, registry)
+    rec = Recorder(informer)
+    async with informer:
+        assert await informer.wait_for_sync(timeout=5)
+
+        async def delete_listed() -> None:
+            await source.remove("d/p1")  # on page one, deleted before page two
+
+        await source.put(pod("p4", node="n7"))
+        source.compact()  # past the informer's resourceVersion: its next watch gets Gone
+        source.on_page.append(delete_listed)
+        source.current_pages = 1
+        await source.drop_watches()
+        await eventually(lambda: informer.reflector.relists == 2)
+        await eventually(lambda: ("delete", "d/p1") in rec.log)
+    assert sorted(informer.store.keys()) == ["d/p0", "d/p2", "d/p3", "d/p4"]
+    lists = [c.continue_ for c in source.calls if c.verb == "list"]
+    assert lists[3:] == [None, "2", None, "2"]  # the first try, then the restart (four pods left)
+    assert registry.get_sample_value(
+        "informer_watch_errors_total", {"resource": "pods", "reason": "InconsistentList"}) == 1
+
+
+async def test_inconsistent_pages_every_time_back_off(registry: CollectorRegistry) -> None:
+    """A server that keeps continuing from its current state costs a bounded number of
+    restarts per list, then the Gone backoff; the informer syncs once the pages agree."""
+    source = FakeSource()
+    for i in range(5):
+        await source.put(pod(f"p{i}"))
+
+    async def write() -> None:
+        await source.put(pod("p4", node=f"n{source.rv}"))  # every page is followed by a write
+
+    source.current_pages = 5
+    source.on_page.extend([write] * 10)
+    informer = make(source, registry)
+    async with informer:
+        assert await informer.wait_for_sync(timeout=10)
+    assert len(informer.store) == 5 and source.current_pages == 0
+    assert registry.get_sample_value(
+        "informer_watch_errors_total", {"resource": "pods", "reason": "InconsistentList"}) == 4
+    assert registry.get_sample_value(
+        "informer_watch_errors_total", {"resource": "pods", "reason": "Gone"}) == 1
+
+
 async def test_continue_expiring_every_time_backs_off(registry: CollectorRegistry) -> None:
     """A list whose continue tokens keep expiring restarts a bounded number of times, then
     backs off as after Gone, and syncs once the tokens last."""
