@@ -105,14 +105,27 @@ def environment() -> dict[str, Any]:
     """Machine and version facts recorded beside every result."""
     import kubernetes_asyncio
 
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, check=False).stdout.strip()
+    commit = _short_commit(ROOT)
     dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "dsctl"], capture_output=True,
                            text=True, check=False).stdout.strip()
     return {"commit": commit, "dsctl_modified_since_commit": bool(dirty), "cpus": os.cpu_count(),
             "python": platform.python_version(), "platform": platform.platform(),
             "aiohttp": aiohttp.__version__, "kubernetes_asyncio": kubernetes_asyncio.__version__,
-            "loadavg_at_start": [round(x, 2) for x in os.getloadavg()], **cpu_facts()}
+            "loadavg_at_start": [round(x, 2) for x in os.getloadavg()], **cpu_facts(), **controller_tree()}
+
+
+def _short_commit(tree: Path) -> str:
+    return subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True, check=False).stdout.strip()
+
+
+def controller_tree() -> dict[str, Any]:
+    """Which commit's controller ran, when ``DSCTL_BENCH_CONTROLLER_PATH`` gives it another tree's
+    code (the path's first entry; its commit is recorded, never the path, which is this machine's)."""
+    path = os.environ.get("DSCTL_BENCH_CONTROLLER_PATH")
+    if not path:
+        return {}
+    return {"controller_commit": _short_commit(Path(path.split(os.pathsep)[0])) or "unknown"}
 
 
 def cpu_facts() -> dict[str, Any]:
