@@ -7,7 +7,10 @@ installed.
 
 A server that answers but is overloaded (429, 5xx after the client's own retries) is not a
 misconfiguration: start-up keeps trying for ``OVERLOAD_PATIENCE`` seconds before giving up, as a
-controller started during an apiserver restart or a throttling storm should.
+controller started during an apiserver restart or a throttling storm should. A server that
+cannot be reached at all (refused, reset, timed out) may be restarting too: start-up waits for
+it ``UNREACHABLE_PATIENCE`` seconds, as kube-controller-manager waits for the API server's
+``/healthz`` before it starts, so a wrong address still ends start-up within seconds.
 """
 
 from __future__ import annotations
@@ -23,11 +26,16 @@ from dsctl.kube.client import KubeClient
 from dsctl.kube.ratelimit import Backoff
 from dsctl.kube.resources import DAEMONSETS, Resource
 
-__all__ = ["CRD_MANIFEST", "OVERLOAD_PATIENCE", "preflight"]
+__all__ = ["CRD_MANIFEST", "OVERLOAD_PATIENCE", "UNREACHABLE_PATIENCE", "preflight"]
 
 CRD_MANIFEST = "manifests/crd/daemonsets.dsctl.io.yaml"
 OVERLOAD_PATIENCE = 60.0
 """Seconds start-up waits out a server answering 429 or 5xx."""
+UNREACHABLE_PATIENCE = 10.0
+"""Seconds start-up waits for a server it cannot connect to: kube-controller-manager's wait for
+``/healthz`` at start-up. A controller restarted inside an API server's restart (soak seed 53693:
+1 to 3 s of refused connections) must not exit; a typo in the server's address is still told
+within seconds."""
 
 
 def overload_backoff() -> Backoff:
@@ -48,19 +56,23 @@ async def preflight(
     """List one DaemonSet; raises ``errors.ConfigError`` with a hint when the kind is not served.
 
     Between tries it waits ``backoff``'s next delay (``overload_backoff()`` by default), or the
-    server's ``Retry-After`` when that is longer.
+    server's ``Retry-After`` when that is longer. Each kind of failure is given up on once its
+    own patience, counted from the first try, would run out during the next wait.
     """
-    deadline = monotonic() + OVERLOAD_PATIENCE
+    start = monotonic()
     delays = backoff if backoff is not None else overload_backoff()
     while True:
         try:
             await _list_one(client, resource, namespace=namespace)
             return
-        except (errors.TooManyRequests, errors.ServerError) as exc:
+        except (errors.TooManyRequests, errors.ServerError, errors.ConnectionFailed) as exc:
+            unreachable = isinstance(exc, errors.ConnectionFailed)
+            patience = UNREACHABLE_PATIENCE if unreachable else OVERLOAD_PATIENCE
             delay = max(delays.next_delay(), exc.retry_after or 0.0)
-            if monotonic() + delay > deadline:
+            if monotonic() - start + delay > patience:
                 raise
-            log.info("preflight.overloaded", status=exc.status, reason=exc.reason, retry_in=round(delay, 3))
+            log.info("preflight.unreachable" if unreachable else "preflight.overloaded", status=exc.status,
+                     reason=exc.reason, retry_in=round(delay, 3))
             await sleep(delay)
 
 

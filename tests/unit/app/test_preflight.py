@@ -7,7 +7,7 @@ from typing import Any, cast
 
 import pytest
 
-from dsctl.app.preflight import OVERLOAD_PATIENCE, overload_backoff, preflight
+from dsctl.app.preflight import OVERLOAD_PATIENCE, UNREACHABLE_PATIENCE, overload_backoff, preflight
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
 from dsctl.kube.ratelimit import Backoff
@@ -80,9 +80,34 @@ async def test_an_overload_that_outlasts_the_patience_ends_start_up() -> None:
     assert clock.now <= OVERLOAD_PATIENCE
 
 
+async def test_a_server_restarting_is_waited_for() -> None:
+    """Refused connections (an API server restarting as the controller starts) are retried."""
+    client = ScriptedLists(errors.ConnectionFailed("connection refused"), errors.ConnectionFailed("reset"), None)
+    clock = SleepClock()
+    await preflight(cast(KubeClient, client), DAEMONSETS, namespace=None, monotonic=clock, sleep=clock.sleep,
+                    backoff=Backoff(base=0.5, cap=5.0, rng=Ceiling()))
+    assert client.calls == 3
+    assert clock.slept == [0.5, 1.0]
+
+
+@pytest.mark.parametrize(("error", "patience"), [
+    pytest.param(errors.ConnectionFailed("connection refused"), UNREACHABLE_PATIENCE, id="unreachable"),
+    pytest.param(errors.ServerError(503, "ServiceUnavailable", "restarting"), OVERLOAD_PATIENCE, id="overloaded"),
+])
+async def test_each_kind_of_failure_has_its_own_patience(error: errors.ApiError, patience: float) -> None:
+    """An unreachable server is given up on after kube-controller-manager's 10 s, an overloaded one after 60 s."""
+    client = ScriptedLists(*[error for _ in range(100)])
+    clock = SleepClock()
+    with pytest.raises(type(error)):
+        await preflight(cast(KubeClient, client), DAEMONSETS, namespace=None, monotonic=clock, sleep=clock.sleep,
+                        backoff=Backoff(base=0.5, cap=5.0, rng=Ceiling()))
+    assert clock.now <= patience
+    assert clock.now + 5.0 > patience, "gave up while the next wait still fitted"
+
+
 @pytest.mark.parametrize("error", [
     pytest.param(errors.Unauthorized(401, "Unauthorized", "bad token"), id="bad-token"),
-    pytest.param(errors.ConnectionFailed("connection refused"), id="unreachable"),
+    pytest.param(errors.Forbidden(403, "Forbidden", "cannot list daemonsets"), id="forbidden"),
 ])
 async def test_a_misconfiguration_fails_at_once(error: errors.ApiError) -> None:
     client = ScriptedLists(error, None)
