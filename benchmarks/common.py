@@ -119,13 +119,28 @@ def _short_commit(tree: Path) -> str:
                           text=True, check=False).stdout.strip()
 
 
+CONTROLLER_PATH = "DSCTL_BENCH_CONTROLLER_PATH"
+
+
 def controller_tree() -> dict[str, Any]:
-    """Which commit's controller ran, when ``DSCTL_BENCH_CONTROLLER_PATH`` gives it another tree's
-    code (the path's first entry; its commit is recorded, never the path, which is this machine's)."""
-    path = os.environ.get("DSCTL_BENCH_CONTROLLER_PATH")
+    """Which commit's controller runs, when ``DSCTL_BENCH_CONTROLLER_PATH`` gives it another tree's
+    code (the path's first entry; its commit is recorded, never the path, which is this machine's).
+
+    Raises ``SystemExit`` unless the controller's interpreter, started as :func:`controller`
+    starts it, imports ``dsctl`` from that tree: a result must not name a controller that did
+    not run.
+    """
+    path = os.environ.get(CONTROLLER_PATH)
     if not path:
         return {}
-    return {"controller_commit": _short_commit(Path(path.split(os.pathsep)[0])) or "unknown"}
+    tree = Path(path.split(os.pathsep)[0]).resolve()
+    found = subprocess.run([sys.executable, "-P", "-c", "import dsctl; print(dsctl.__file__)"],
+                           env={**os.environ, "PYTHONPATH": path}, capture_output=True, text=True,
+                           check=False).stdout.strip()
+    if not found or Path(found).resolve().parent.parent != tree:
+        raise SystemExit(f"{CONTROLLER_PATH}: the controller would import dsctl from {found or 'nowhere'}, "
+                         f"not from {tree}")
+    return {"controller_commit": _short_commit(tree) or "unknown"}
 
 
 def cpu_facts() -> dict[str, Any]:
@@ -200,10 +215,14 @@ def controller(kubeconfig: str, *extra: str, cprofile_to: Path | None = None) ->
 
     ``DSCTL_BENCH_CONTROLLER_PATH``, when set, is the controller's ``PYTHONPATH`` (the sim keeps
     this process's): an older tree's controller against this tree's simulator, so a before and
-    after differ in the controller only.
+    after differ in the controller only. The interpreter then runs with ``-P``: ``python -m``
+    puts the working directory first on ``sys.path``, and from the repository root that is this
+    tree's own ``dsctl``, which would shadow the path (:func:`controller_tree` checks).
     """
     launcher = [str(Path(__file__).resolve().parent / "cprofiled.py"), str(cprofile_to)] if cprofile_to else []
-    path = os.environ.get("DSCTL_BENCH_CONTROLLER_PATH")
+    path = os.environ.get(CONTROLLER_PATH)
+    if path:
+        launcher = ["-P", *launcher]
     return ControllerProcess(kubeconfig, args=["--log-level", "info", *extra], launcher=launcher,
                              env={"PYTHONPATH": path} if path else None)
 
