@@ -21,7 +21,7 @@ sim: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check dsctl dsctl-api dsctl-sim tests benchmarks manifests tools
-	$(VENV)/bin/mypy dsctl dsctl-api/dsctl_api dsctl-sim/dsctl_sim dsctl-sim/examples tests benchmarks tools \
+	$(VENV)/bin/mypy dsctl dsctl-api/dsctl_api dsctl-sim/dsctl_sim dsctl-sim/examples dsctl-sim/tests tests benchmarks tools \
 		manifests/crd/generate.py manifests/monitoring/dashboard.py
 	$(VENV)/bin/lint-imports
 

@@ -42,8 +42,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.controllerproc import ControllerProcess  # noqa: E402
-from tests.simproc import SimProcess  # noqa: E402
+from tests.support.controllerproc import ControllerProcess  # noqa: E402
+from tests.support.simproc import SimProcess  # noqa: E402
 
 __all__ = [
     "RESULTS",

@@ -29,7 +29,7 @@ from informer_objects import daemon_pod
 from prometheus_client import CollectorRegistry
 
 from dsctl.kube import PODS, KubeClient
-from tests.simproc import SimProcess
+from tests.support.simproc import SimProcess
 
 structlog.configure(
     wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),

@@ -40,12 +40,12 @@ from rollout_1000 import SIM_TERMINATION_CAP, cpu_seconds
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, PODS
 from dsctl_api.intstr import scaled_value
-from tests.builders import daemonset, rolling
-from tests.controllerproc import ControllerProcess
-from tests.integration.requestaudit import is_controller_agent, read_all_requests
-from tests.invariants import RolloutObserver, update_template
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset, rolling
+from tests.support.controllerproc import ControllerProcess
+from tests.support.invariants import RolloutObserver, update_template
+from tests.support.poll import eventually
+from tests.support.requestaudit import is_controller_agent, read_all_requests
+from tests.support.simproc import SimProcess
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NEW_IMAGE = "registry.example/agent:2.0"

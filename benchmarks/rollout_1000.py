@@ -35,10 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS
 from dsctl_api.intstr import scaled_value
-from tests.builders import daemonset, rolling
-from tests.controllerproc import ControllerProcess
-from tests.invariants import RolloutObserver, update_template
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset, rolling
+from tests.support.controllerproc import ControllerProcess
+from tests.support.invariants import RolloutObserver, update_template
+from tests.support.simproc import SimProcess
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SIM_TERMINATION_CAP = 1.0

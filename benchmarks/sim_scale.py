@@ -40,7 +40,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.simproc import SimProcess
+from tests.support.simproc import SimProcess
 
 PODS = "/api/v1/namespaces/default/pods"
 OWNER = {

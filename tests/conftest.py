@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from pytest_asyncio import is_async_test
 
-from tests.leaks import pending_tasks, settle
 from tests.rbac.suiteaudit import missing_grants, prepare_audit_file
+from tests.support.leaks import pending_tasks, settle
 
 
 def pytest_configure(config: pytest.Config) -> None:

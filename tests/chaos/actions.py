@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, NODES, Resource
-from tests.builders import daemonset, node
 from tests.chaos.scenario import IN_PLACE, DaemonSetSpec
+from tests.support.builders import daemonset, node
 
 __all__ = [
     "CHAOS_TAINT",

@@ -33,8 +33,8 @@ from dsctl.kube.client import KubeClient
 from dsctl.kube.errors import ApiError
 from dsctl.kube.resources import DAEMONSETS
 from tests.chaos.ledger import DeletionLedger
-from tests.invariants import RolloutObserver, Violation
-from tests.poll import eventually
+from tests.support.invariants import RolloutObserver, Violation
+from tests.support.poll import eventually
 
 __all__ = ["ChaosChecker"]
 
@@ -161,7 +161,7 @@ class ChaosChecker:
     def _counts(violation: Violation) -> bool:
         # Pods per node is judged by this checker's own rule above. A percentage budget
         # shrinking under the schedule's node churn is the observer's concern
-        # (``tests.invariants.BUDGET_GRACE``): nodes already down when it shrinks, and
+        # (``tests.support.invariants.BUDGET_GRACE``): nodes already down when it shrinks, and
         # deletions decided just before, are judged by the old budget there.
         return violation.rule != "pods-per-node"
 

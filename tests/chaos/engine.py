@@ -14,7 +14,7 @@ in ``finally``. The phases:
 4. **convergence**: poll the settled-state recount until it holds, within ``bound`` seconds.
 5. **verdict**: checker violations, late pods, controller deaths and logged errors, and with
    two replicas the invariant **one writer** over the simulator's request log
-   (:mod:`tests.onewriter`).
+   (:mod:`tests.support.onewriter`).
 """
 
 from __future__ import annotations
@@ -42,10 +42,10 @@ from tests.chaos.recount import settle_problems
 from tests.chaos.replicas import Replicas
 from tests.chaos.scenario import Scenario, Step, hits_leases
 from tests.chaos.tokens import TokenRotator
-from tests.integration.requestaudit import read_all_requests
-from tests.onewriter import lease_history, one_writer_violations
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.onewriter import lease_history, one_writer_violations
+from tests.support.poll import eventually
+from tests.support.requestaudit import read_all_requests
+from tests.support.simproc import SimProcess
 
 __all__ = ["CONVERGENCE_BOUND", "ScenarioResult", "run_scenario"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from tests.simproc import SimProcess
+from tests.support.simproc import SimProcess
 
 __all__ = ["FaultKnobs"]
 

@@ -26,7 +26,7 @@ from dsctl_api.nodeaffinity import required_node_affinity_matches
 from dsctl_api.pods import controller_ref
 from dsctl_api.taints import find_untolerated
 from dsctl_api.timefmt import parse_rfc3339
-from tests.invariants import HASH_LABEL
+from tests.support.invariants import HASH_LABEL
 
 __all__ = ["AUTO_TOLERATIONS", "eligible", "settle_problems", "target_node"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from tests.controllerproc import ControllerProcess
+from tests.support.controllerproc import ControllerProcess
 
 __all__ = ["LEADER_ARGS", "Replicas"]
 

@@ -16,14 +16,14 @@ import pytest
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, NODES, PODS
-from tests.builders import daemonset, rolling
 from tests.chaos.checker import ChaosChecker
 from tests.chaos.ledger import IN_FLIGHT
 from tests.chaos.recount import settle_problems
 from tests.chaos.replicas import Replicas
-from tests.invariants import BUDGET_GRACE, EXEMPTION_SLACK, PodInfo, RolloutObserver
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset, rolling
+from tests.support.invariants import BUDGET_GRACE, EXEMPTION_SLACK, PodInfo, RolloutObserver
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 
 
 @pytest.fixture

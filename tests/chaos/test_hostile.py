@@ -26,12 +26,12 @@ import pytest_asyncio
 from dsctl.kube.client import KubeClient
 from dsctl.kube.errors import ApiError
 from dsctl.kube.resources import EVENTS, crd_daemonsets
-from tests.builders import daemonset
 from tests.chaos.recount import settle_problems
-from tests.controllerproc import ControllerProcess
-from tests.crdfiles import write_crd_without_rules
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset
+from tests.support.controllerproc import ControllerProcess
+from tests.support.crdfiles import write_crd_without_rules
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

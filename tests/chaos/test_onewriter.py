@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.onewriter import lease_history, one_writer_violations
+from tests.support.onewriter import lease_history, one_writer_violations
 
 A, B = "dsctl/0.1.0 (a_0000000a)", "dsctl/0.1.0 (b_0000000b)"
 KUBECTL = "kubectl/v1.36.0 (linux/amd64)"

@@ -12,13 +12,13 @@ from typing import Any
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, PODS
-from tests.builders import daemonset, rolling
 from tests.chaos.actions import image_of, set_image
 from tests.chaos.recount import settle_problems
-from tests.controllerproc import ControllerProcess
-from tests.invariants import RolloutObserver
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset, rolling
+from tests.support.controllerproc import ControllerProcess
+from tests.support.invariants import RolloutObserver
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 
 
 async def _ready_pod_of(client: KubeClient, version: int) -> bool:

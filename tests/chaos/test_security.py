@@ -17,12 +17,12 @@ import yaml
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS
-from tests.builders import daemonset
 from tests.chaos.actions import set_image
 from tests.chaos.recount import settle_problems
-from tests.controllerproc import ControllerProcess
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset
+from tests.support.controllerproc import ControllerProcess
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 
 
 def _kubeconfig_with_token(source: str, target: Path, token: str) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.simproc import SimProcess
+from tests.support.simproc import SimProcess
 
 __all__ = ["TokenRotator"]
 

@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 
 from dsctl import __version__
-from tests.builders import daemonset
 from tests.image.containers import BuiltImage, Container, ensure_image
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 from tools import image_build
 
 # A cold build (the first test of a changed tree, or a worker waiting on another's build)

@@ -8,9 +8,9 @@ import pytest
 
 from dsctl.kube.client import KubeClient
 from tests.conftest import CALL_FAILED
-from tests.controllerproc import ControllerProcess
-from tests.integration.requestaudit import record_controller_requests
-from tests.simproc import SimProcess
+from tests.support.controllerproc import ControllerProcess
+from tests.support.requestaudit import record_controller_requests
+from tests.support.simproc import SimProcess
 
 LOG_TAIL = 600
 """Lines of the controller's log a failed test prints."""

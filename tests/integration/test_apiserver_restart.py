@@ -17,11 +17,11 @@ import pytest
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS
-from tests.builders import daemonset, rolling
-from tests.controllerproc import ControllerProcess
-from tests.invariants import RolloutObserver, update_template
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset, rolling
+from tests.support.controllerproc import ControllerProcess
+from tests.support.invariants import RolloutObserver, update_template
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 
 DOWN_SECONDS = 3.0
 

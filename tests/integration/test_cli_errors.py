@@ -15,8 +15,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.controllerproc import ControllerProcess
-from tests.simproc import SimProcess
+from tests.support.controllerproc import ControllerProcess
+from tests.support.simproc import SimProcess
 
 DSCTL = [sys.executable, "-m", "dsctl"]
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from dsctl.kube import NODES, KubeClient
-from tests.simproc import SimProcess
+from tests.support.simproc import SimProcess
 
 QPS = 10.0
 BURST = 5

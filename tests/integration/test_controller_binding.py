@@ -8,11 +8,11 @@ from typing import Any
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, PODS
-from tests.builders import daemonset
-from tests.controllerproc import ControllerProcess
-from tests.integration.clusterview import daemon_pods, is_ready
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset
+from tests.support.clusterview import daemon_pods, is_ready
+from tests.support.controllerproc import ControllerProcess
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 
 
 async def _first_versions(kube: KubeClient, seen: dict[str, dict[str, Any]], started: asyncio.Event) -> None:

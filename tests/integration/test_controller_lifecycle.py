@@ -9,11 +9,11 @@ from typing import Any
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, EVENTS, NODES, PODS
-from tests.builders import daemonset
-from tests.controllerproc import ControllerProcess
-from tests.integration.clusterview import daemon_pods, ds_status, pods_per_node, target_of
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset
+from tests.support.clusterview import daemon_pods, ds_status, pods_per_node, target_of
+from tests.support.controllerproc import ControllerProcess
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 
 
 def _bare_pod(name: str, node_name: str, labels: dict[str, str], owner: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, NODES
-from tests.builders import daemonset, node
-from tests.controllerproc import ControllerProcess
-from tests.integration.clusterview import daemon_pods, ds_status, is_ready, node_names, pods_per_node
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset, node
+from tests.support.clusterview import daemon_pods, ds_status, is_ready, node_names, pods_per_node
+from tests.support.controllerproc import ControllerProcess
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 
 DAEMON_TOLERATIONS = {
     ("node.kubernetes.io/not-ready", "NoExecute"),

@@ -8,11 +8,11 @@ import pytest
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, NODES
-from tests.builders import daemonset, node
-from tests.controllerproc import ControllerProcess
-from tests.integration.clusterview import ds_status, pods_per_node
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset, node
+from tests.support.clusterview import ds_status, pods_per_node
+from tests.support.controllerproc import ControllerProcess
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 
 
 async def _nodes_with_pods(kube: KubeClient, ds: str) -> set[str]:

@@ -11,11 +11,11 @@ import pytest
 from dsctl.informer import Informer
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, PODS
-from tests.builders import daemonset
-from tests.controllerproc import ControllerProcess
-from tests.integration.clusterview import ds_status, pods_per_node, target_of
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset
+from tests.support.clusterview import ds_status, pods_per_node, target_of
+from tests.support.controllerproc import ControllerProcess
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 
 NODES = 200
 SLOW_AND_FLAKY = {"nodes": NODES, "args": ["--watch-event-latency-ms", "300",

@@ -11,11 +11,11 @@ import pytest
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import CONTROLLER_REVISIONS, DAEMONSETS, crd_daemonsets
-from tests.builders import daemonset
-from tests.controllerproc import ControllerProcess
-from tests.integration.clusterview import daemon_pods, node_names, pods_per_node
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset
+from tests.support.clusterview import daemon_pods, node_names, pods_per_node
+from tests.support.controllerproc import ControllerProcess
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
 CRD_FILE = MANIFESTS / "crd" / "daemonsets.dsctl.io.yaml"

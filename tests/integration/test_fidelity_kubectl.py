@@ -13,11 +13,11 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.builders import daemonset
-from tests.controllerproc import ControllerProcess
-from tests.integration.requestaudit import is_controller_agent
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset
+from tests.support.controllerproc import ControllerProcess
+from tests.support.poll import eventually
+from tests.support.requestaudit import is_controller_agent
+from tests.support.simproc import SimProcess
 
 THREE_NODES = pytest.mark.parametrize("sim", [{"nodes": 3}], indirect=True)
 

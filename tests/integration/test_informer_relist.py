@@ -17,8 +17,8 @@ from prometheus_client import CollectorRegistry
 from dsctl.informer import BY_NODE_NAME, Informer, by_node_name, object_key, project_pod
 from dsctl.kube import PODS, KubeClient
 from dsctl.kube.resources import Resource
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 
 PAGE = 7
 

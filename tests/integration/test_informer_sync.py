@@ -10,8 +10,8 @@ from prometheus_client import CollectorRegistry
 
 from dsctl.informer import BY_NODE_NAME, Informer, by_node_name, project_node, project_pod
 from dsctl.kube import NODES, PODS, KubeClient
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 
 
 @pytest.fixture

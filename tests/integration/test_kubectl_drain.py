@@ -21,12 +21,12 @@ import pytest
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, NODES, PODS, crd_daemonsets
-from tests.builders import daemonset
-from tests.controllerproc import ControllerProcess
-from tests.integration.clusterview import daemon_pods, is_ready
-from tests.invariants import RolloutObserver
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset
+from tests.support.clusterview import daemon_pods, is_ready
+from tests.support.controllerproc import ControllerProcess
+from tests.support.invariants import RolloutObserver
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 
 CRD_FILE = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "daemonsets.dsctl.io.yaml"
 DRAINED = "node-1"

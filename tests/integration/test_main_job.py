@@ -16,7 +16,7 @@ import pytest
 from dsctl.app.childproc import die_with_parent
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, NODES, PODS
-from tests.poll import eventually
+from tests.support.poll import eventually
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "examples"
 

@@ -20,9 +20,9 @@ from dsctl.daemonset.plan import Plan
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import CONTROLLER_REVISIONS, DAEMONSETS, NAMESPACES, PODS
-from tests.builders import daemonset
-from tests.controllerproc import ControllerProcess
-from tests.poll import eventually
+from tests.support.builders import daemonset
+from tests.support.controllerproc import ControllerProcess
+from tests.support.poll import eventually
 
 TEAM = "team"
 HOLD = "example.com/hold"

@@ -14,11 +14,11 @@ import pytest
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, NAMESPACES, NODES, PODS
-from tests.builders import daemonset, node
-from tests.controllerproc import ControllerProcess
-from tests.integration.clusterview import target_of
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset, node
+from tests.support.clusterview import target_of
+from tests.support.controllerproc import ControllerProcess
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 
 AGENTS = [f"agent-{i}" for i in range(9)]
 CRITICAL = "cni"

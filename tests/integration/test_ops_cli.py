@@ -17,9 +17,9 @@ import pytest
 
 from dsctl.app.config import Settings, settings_from_args, settings_table
 from dsctl.cli import build_parser
-from tests.controllerproc import ControllerProcess
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.controllerproc import ControllerProcess
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 DSCTL = str(Path(sys.executable).parent / "dsctl")

@@ -25,11 +25,11 @@ from prometheus_client import CollectorRegistry
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, NODES
-from tests.builders import daemonset
-from tests.controllerproc import ControllerProcess
-from tests.integration.clusterview import ds_status
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset
+from tests.support.clusterview import ds_status
+from tests.support.controllerproc import ControllerProcess
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 
 # The plugin counts its runs in a file and prints token "tok-<run>"; the first run's token
 # lives FIRST seconds and later ones LATER seconds ("none": no expirationTimestamp).

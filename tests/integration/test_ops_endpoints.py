@@ -18,11 +18,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS
-from tests.builders import daemonset
-from tests.controllerproc import ControllerProcess
-from tests.integration.clusterview import ds_status
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset
+from tests.support.clusterview import ds_status
+from tests.support.controllerproc import ControllerProcess
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 
 pytestmark = pytest.mark.parametrize("sim", [{"nodes": 3}], indirect=True)
 

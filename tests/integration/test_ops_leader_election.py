@@ -23,12 +23,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from dsctl import __version__
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, LEASES, PODS
-from tests.builders import daemonset
-from tests.controllerproc import ControllerProcess
-from tests.integration.clusterview import daemon_pods, ds_status
-from tests.integration.requestaudit import is_controller_agent, read_all_requests
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset
+from tests.support.clusterview import daemon_pods, ds_status
+from tests.support.controllerproc import ControllerProcess
+from tests.support.poll import eventually
+from tests.support.requestaudit import is_controller_agent, read_all_requests
+from tests.support.simproc import SimProcess
 
 LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 3.0, 2.0, 0.5
 LEADER_ARGS = [

@@ -1,7 +1,7 @@
 """Two replicas under Lease faults and worker load: one renewing holder, one writer, no needless handover.
 
 Who wrote and who renewed is read from the simulator's request log (each replica's identity is
-in its User-Agent); the invariant itself is :mod:`tests.onewriter`.
+in its User-Agent); the invariant itself is :mod:`tests.support.onewriter`.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from dsctl import __version__
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, LEASES, PODS
-from tests.builders import daemonset
-from tests.controllerproc import ControllerProcess
-from tests.integration.clusterview import daemon_pods, ds_status
-from tests.integration.requestaudit import read_all_requests
-from tests.onewriter import lease_history, one_writer_violations
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset
+from tests.support.clusterview import daemon_pods, ds_status
+from tests.support.controllerproc import ControllerProcess
+from tests.support.onewriter import lease_history, one_writer_violations
+from tests.support.poll import eventually
+from tests.support.requestaudit import read_all_requests
+from tests.support.simproc import SimProcess
 
 FAULT_SECONDS = 8.0
 

@@ -8,12 +8,12 @@ import pytest
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, PODS
-from tests.builders import daemonset
-from tests.controllerproc import ControllerProcess
-from tests.integration.clusterview import daemon_pods
-from tests.integration.requestaudit import is_controller_agent, read_all_requests
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset
+from tests.support.clusterview import daemon_pods
+from tests.support.controllerproc import ControllerProcess
+from tests.support.poll import eventually
+from tests.support.requestaudit import is_controller_agent, read_all_requests
+from tests.support.simproc import SimProcess
 
 LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 3.0, 1.5, 0.3
 ARGS = ["--leader-elect", "--leader-elect-namespace", "default",

@@ -15,11 +15,11 @@ import pytest
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, NODES, crd_daemonsets
-from tests.builders import daemonset, node, rolling
-from tests.controllerproc import ControllerProcess
-from tests.integration.clusterview import daemon_pods, is_ready, target_of
-from tests.poll import eventually
-from tests.simproc import SimProcess, kubectl_path
+from tests.support.builders import daemonset, node, rolling
+from tests.support.clusterview import daemon_pods, is_ready, target_of
+from tests.support.controllerproc import ControllerProcess
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess, kubectl_path
 
 CRD_FILE = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "daemonsets.dsctl.io.yaml"
 # kubectl finds the plugin kubectl-dsctl on PATH, beside the test interpreter.

@@ -8,11 +8,11 @@ import pytest
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import CONTROLLER_REVISIONS, DAEMONSETS, PODS
-from tests.builders import daemonset, rolling
-from tests.controllerproc import ControllerProcess
-from tests.invariants import RolloutObserver, update_template
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset, rolling
+from tests.support.controllerproc import ControllerProcess
+from tests.support.invariants import RolloutObserver, update_template
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 
 GENERATION_ANNOTATION = "deprecated.daemonset.template.generation"
 

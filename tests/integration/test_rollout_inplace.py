@@ -12,12 +12,12 @@ import pytest
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, EVENTS, crd_daemonsets
-from tests.builders import daemonset, rolling
-from tests.controllerproc import ControllerProcess
-from tests.integration.clusterview import daemon_pods, is_ready, target_of
-from tests.invariants import RolloutObserver, update_template
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset, rolling
+from tests.support.clusterview import daemon_pods, is_ready, target_of
+from tests.support.controllerproc import ControllerProcess
+from tests.support.invariants import RolloutObserver, update_template
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 
 V1, V2 = "registry.example/agent:1.0", "registry.example/agent:2.0"
 IN_PLACE = {"dsctl.io/rollingUpdateType": "InPlaceIfPossible"}

@@ -8,10 +8,10 @@ import pytest
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, PODS
-from tests.builders import daemonset, rolling
-from tests.controllerproc import ControllerProcess
-from tests.invariants import RolloutObserver, update_template
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset, rolling
+from tests.support.controllerproc import ControllerProcess
+from tests.support.invariants import RolloutObserver, update_template
+from tests.support.simproc import SimProcess
 
 FLEET = {"nodes": 4, "args": ["--pod-startup-seconds", "0.2"]}
 

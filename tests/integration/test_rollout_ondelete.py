@@ -6,10 +6,10 @@ import pytest
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, PODS
-from tests.builders import daemonset
-from tests.controllerproc import ControllerProcess
-from tests.invariants import RolloutObserver, update_template
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset
+from tests.support.controllerproc import ControllerProcess
+from tests.support.invariants import RolloutObserver, update_template
+from tests.support.simproc import SimProcess
 
 
 @pytest.mark.parametrize("sim", [{"nodes": 5, "args": ["--pod-startup-seconds", "0.2"]}], indirect=True)

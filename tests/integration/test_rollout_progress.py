@@ -11,12 +11,12 @@ import pytest
 from dsctl.kube.client import KubeClient
 from dsctl.kube.errors import ApiError
 from dsctl.kube.resources import DAEMONSETS, EVENTS, Resource, crd_daemonsets
-from tests.builders import daemonset, rolling
-from tests.controllerproc import ControllerProcess
-from tests.integration.clusterview import daemon_pods
 from tests.integration.test_rollout_controls import CRD_FILE, V1, V2, images_by_node, rollout, settled
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset, rolling
+from tests.support.clusterview import daemon_pods
+from tests.support.controllerproc import ControllerProcess
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 
 DEADLINE = 5
 # The controller requeues one second past the deadline; the rest is slack for a loaded machine.

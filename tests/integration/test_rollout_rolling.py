@@ -14,12 +14,12 @@ import pytest
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, NODES
-from tests.builders import daemonset, node, rolling
-from tests.controllerproc import ControllerProcess
-from tests.integration.clusterview import daemon_pods
-from tests.invariants import RolloutObserver, update_template
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset, node, rolling
+from tests.support.clusterview import daemon_pods
+from tests.support.controllerproc import ControllerProcess
+from tests.support.invariants import RolloutObserver, update_template
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 
 STARTUP = ["--pod-startup-seconds", "0.2"]
 

@@ -8,11 +8,11 @@ import pytest
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import CONTROLLER_REVISIONS, DAEMONSETS
-from tests.builders import daemonset, rolling
-from tests.controllerproc import ControllerProcess
-from tests.integration.clusterview import daemon_pods, is_ready, target_of
-from tests.invariants import HASH_LABEL, RolloutObserver, update_template
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset, rolling
+from tests.support.clusterview import daemon_pods, is_ready, target_of
+from tests.support.controllerproc import ControllerProcess
+from tests.support.invariants import HASH_LABEL, RolloutObserver, update_template
+from tests.support.simproc import SimProcess
 
 OLD_IMAGE = "registry.example/agent:1.0"
 NEVER_READY = {"sim.dsctl.io/never-ready": "true"}

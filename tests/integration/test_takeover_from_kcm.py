@@ -20,12 +20,12 @@ import pytest
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import CONTROLLER_REVISIONS, DAEMONSETS, PODS
 from dsctl_api import gojson
-from tests.builders import daemonset, rolling
-from tests.controllerproc import ControllerProcess
-from tests.integration.clusterview import daemon_pods, is_ready
-from tests.integration.requestaudit import is_controller_agent
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset, rolling
+from tests.support.clusterview import daemon_pods, is_ready
+from tests.support.controllerproc import ControllerProcess
+from tests.support.poll import eventually
+from tests.support.requestaudit import is_controller_agent
+from tests.support.simproc import SimProcess
 
 NODES = 3
 # kube-controller-manager's names for the two templates (its ComputeHash, not dsctl's).

@@ -18,12 +18,12 @@ import yaml
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import CONTROLLER_REVISIONS, DAEMONSETS, EVENTS, crd_daemonsets
-from tests.builders import daemonset, rolling
-from tests.controllerproc import ControllerProcess
-from tests.crdfiles import write_crd_without_rules
-from tests.integration.clusterview import daemon_pods
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset, rolling
+from tests.support.clusterview import daemon_pods
+from tests.support.controllerproc import ControllerProcess
+from tests.support.crdfiles import write_crd_without_rules
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 
 CUSTOM = crd_daemonsets()
 MAX_REVISION = 2**63 - 1  # int64, as the API stores `revision`

@@ -19,11 +19,11 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.builders import daemonset
-from tests.controllerproc import ControllerProcess
 from tests.manifests.conftest import MANIFESTS, REPO, Build, Obj, find, load_yaml
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset
+from tests.support.controllerproc import ControllerProcess
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 
 MONITORING = MANIFESTS / "monitoring"
 RULE_FILE = MONITORING / "prometheusrule.yaml"

@@ -27,8 +27,8 @@ from typing import Any
 
 import yaml
 
-from tests.integration.requestaudit import Permission
-from tests.simproc import kubectl_path
+from tests.support.requestaudit import Permission
+from tests.support.simproc import kubectl_path
 
 __all__ = [
     "MANIFESTS",

@@ -21,13 +21,13 @@ from typing import Any
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import CONTROLLER_REVISIONS, DAEMONSETS, EVENTS, NAMESPACES, PODS, Resource, crd_daemonsets
-from tests.builders import daemonset, rolling
-from tests.controllerproc import ControllerProcess
-from tests.integration.clusterview import daemon_pods, ds_status, is_ready
-from tests.integration.requestaudit import Permission, permissions_used, read_all_requests
-from tests.poll import eventually
 from tests.rbac.grants import MANIFESTS
-from tests.simproc import SimProcess
+from tests.support.builders import daemonset, rolling
+from tests.support.clusterview import daemon_pods, ds_status, is_ready
+from tests.support.controllerproc import ControllerProcess
+from tests.support.poll import eventually
+from tests.support.requestaudit import Permission, permissions_used, read_all_requests
+from tests.support.simproc import SimProcess
 
 __all__ = ["CRD_FILE", "LEADER_ARGS", "ScenarioUsage", "run_scenario"]
 

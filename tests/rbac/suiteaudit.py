@@ -13,8 +13,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from tests.integration.requestaudit import AUDIT_FILE_ENV, load_audit_file
 from tests.rbac.grants import compare, granted, implied_by_admission, render_rbac
+from tests.support.requestaudit import AUDIT_FILE_ENV, load_audit_file
 
 __all__ = ["missing_grants", "prepare_audit_file"]
 

@@ -13,7 +13,6 @@ import asyncio
 
 import pytest
 
-from tests.integration.requestaudit import Permission
 from tests.rbac.grants import (
     RbacObjects,
     compare,
@@ -23,6 +22,7 @@ from tests.rbac.grants import (
     render_rbac,
 )
 from tests.rbac.scenario import ScenarioUsage, run_scenario
+from tests.support.requestaudit import Permission
 
 APPS, CRD = "apps", "dsctl.io"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from tests.leaks import pending_tasks, settle
+from tests.support.leaks import pending_tasks, settle
 
 
 async def test_a_running_task_is_reported_by_name_and_coroutine() -> None:

@@ -7,7 +7,7 @@ field is dropped and reported in a ``Warning`` header, with ``Ignore`` it is dro
 (``dsctl_sim.fieldvalidation`` applies the modes). The simulator keeps dicts, so it needs the list of
 declared fields: ``fields.json`` holds the field tree of each served built-in type (names
 and nesting only, no descriptions), generated from the Kubernetes v1.36 OpenAPI definitions;
-``tests/sim/test_validation_strict.py`` regenerates it and fails when it drifts.
+``dsctl-sim/tests/test_validation_strict.py`` regenerates it and fails when it drifts.
 
 In the table a field's value is ``0`` (a leaf or free-form value: strings, quantities,
 int-or-string, ``RawExtension``, JSON), a type name (a nested struct), ``[type]`` (a list of

@@ -12,7 +12,7 @@ from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
 from dsctl.kube.ratelimit import Backoff
 from dsctl.kube.resources import DAEMONSETS
-from tests.fakeclock import SleepClock
+from tests.support.fakeclock import SleepClock
 
 
 class ScriptedLists:

@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry
 from dsctl.informer import BY_NODE_NAME, BY_OWNER_UID, Informer, by_node_name, by_owner_uid, object_key
 from dsctl.informer.projections import make_pod_projection
 from dsctl.kube import PODS, KubeClient, RetryPolicy
-from tests.poll import eventually
+from tests.support.poll import eventually
 from tests.unit.kube.fakeserver import FakeServer, event_line, reply, status_body, stream, write_kubeconfig
 
 Obj = dict[str, Any]

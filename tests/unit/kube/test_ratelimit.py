@@ -8,7 +8,7 @@ import random
 import pytest
 
 from dsctl.kube.ratelimit import Backoff, TokenBucket
-from tests.fakeclock import SleepClock
+from tests.support.fakeclock import SleepClock
 
 
 async def test_burst_is_free_then_paced_at_qps() -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from dsctl_api import gojson
 from dsctl_sim.rawdata import member_bytes
-from tests.sim.conftest import Api
+from simapi import Api
 
 REVS = "/apis/apps/v1/namespaces/default/controllerrevisions"
 

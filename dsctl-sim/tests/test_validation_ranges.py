@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from dsctl_sim.validation import decode_error, validate
-from tests.sim.conftest import Api
+from simapi import Api
 
 DAEMONSETS = "/apis/apps/v1/namespaces/default/daemonsets"
 REVISIONS = "/apis/apps/v1/namespaces/default/controllerrevisions"

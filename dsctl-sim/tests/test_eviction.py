@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.sim.conftest import Api
+from simapi import Api
 
 PODS = "/api/v1/namespaces/default/pods"
 PDBS = "/apis/policy/v1/namespaces/default/poddisruptionbudgets"

@@ -2,7 +2,7 @@
 
 The table ``dsctl/sim/validation/fields.json`` is generated from the Kubernetes v1.36 OpenAPI
 definitions shipped by the ``kubernetes-validate`` test dependency. To regenerate it after a
-Kubernetes upgrade, run this file as a script: ``python tests/sim/test_validation_strict.py``.
+Kubernetes upgrade, run this file as a script: ``python dsctl-sim/tests/test_validation_strict.py``.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def _table_path() -> Path:
 def test_field_table_matches_the_openapi_definitions() -> None:
     """The committed field table is exactly what the generator produces (no drift, no hand edits)."""
     committed = json.loads(_table_path().read_text())
-    assert committed == build_field_table(), "regenerate with: python tests/sim/test_validation_strict.py"
+    assert committed == build_field_table(), "regenerate with: python dsctl-sim/tests/test_validation_strict.py"
 
 
 def _ds(**extra: Any) -> dict[str, Any]:

@@ -4,7 +4,7 @@
 ``READY url=... kubeconfig=...`` line, and always stops it on exit (SIGTERM, then SIGKILL
 after a grace period), even when the test body fails::
 
-    from tests.simproc import SimProcess
+    from tests.support.simproc import SimProcess
 
     async def test_something() -> None:
         async with SimProcess(nodes=3, args=["--pod-startup-seconds", "0.2"]) as sim:

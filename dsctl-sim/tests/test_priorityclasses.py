@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.simproc import SimProcess
-
-from .conftest import Api
+from simapi import Api
+from tests.support.simproc import SimProcess
 
 PCS = "/apis/scheduling.k8s.io/v1/priorityclasses"
 

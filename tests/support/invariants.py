@@ -45,7 +45,7 @@ from dsctl_api.intstr import scaled_value
 from dsctl_api.nodeaffinity import required_node_affinity_matches
 from dsctl_api.taints import find_untolerated
 from dsctl_api.timefmt import parse_rfc3339
-from tests.poll import eventually
+from tests.support.poll import eventually
 
 __all__ = ["HASH_LABEL", "PodInfo", "RolloutObserver", "Violation", "update_template"]
 

@@ -12,8 +12,8 @@ import aiohttp
 import orjson
 import pytest
 
-from tests.poll import eventually
-from tests.sim.conftest import Api
+from simapi import Api
+from tests.support.poll import eventually
 
 PODS = "/api/v1/namespaces/default/pods"
 

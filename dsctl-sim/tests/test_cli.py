@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from tests.simproc import SimProcess
+from tests.support.simproc import SimProcess
 
 
 def _read_yaml(path: str) -> Any:

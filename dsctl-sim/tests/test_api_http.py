@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from tests.sim.conftest import Api
-from tests.sim.watchclient import read_watch
+from simapi import Api
+from watchclient import read_watch
 
 PODS = "/api/v1/namespaces/default/pods"
 DS = "/apis/apps/v1/namespaces/default/daemonsets"

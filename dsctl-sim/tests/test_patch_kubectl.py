@@ -22,8 +22,8 @@ import yaml
 from aiohttp import web
 
 from dsctl_sim.cluster import SimCluster, SimOptions
-from tests.poll import eventually
-from tests.simproc import kubectl_path
+from tests.support.poll import eventually
+from tests.support.simproc import kubectl_path
 
 SMP = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"

@@ -1,16 +1,14 @@
-"""Fixtures for the simulator's tests: an in-process cluster reached over real HTTP."""
+"""``Api``: an in-process simulator and a client session for raw API calls, used by the simulator's tests."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 import orjson
-import pytest
 
-from dsctl_sim.cluster import SimCluster, SimOptions
+from dsctl_sim.cluster import SimCluster
 
 
 @dataclass
@@ -38,15 +36,3 @@ class Api:
         status, out = await self.call(method, path, body, **kw)
         assert 200 <= status < 300, (status, out)
         return out
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[Api]:
-    """A simulator with 3 nodes and no control-plane loops, so objects change only when tests write."""
-    sim = SimCluster(SimOptions(nodes=3, control_plane=False, seed=7, bookmark_seconds=0.2))
-    await sim.start()
-    try:
-        async with aiohttp.ClientSession() as http:
-            yield Api(sim, http)
-    finally:
-        await sim.stop()

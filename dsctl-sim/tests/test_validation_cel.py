@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from dsctl_sim.validation.crschema import CustomSchema, RuleError
-from tests.sim.conftest import Api
+from simapi import Api
 
 Obj = dict[str, Any]
 

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 
-from tests.simproc import SimProcess
+from tests.support.simproc import SimProcess
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

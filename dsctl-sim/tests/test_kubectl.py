@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 
 DS_YAML = """\
 apiVersion: apps/v1

@@ -18,8 +18,8 @@ import orjson
 import pytest
 
 from dsctl_sim.apiwarnings import warning_headers
-from tests.poll import eventually
-from tests.simproc import SimProcess
+from tests.support.poll import eventually
+from tests.support.simproc import SimProcess
 
 DS = "/apis/apps/v1/namespaces/default/daemonsets"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"

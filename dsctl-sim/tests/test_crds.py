@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.poll import eventually
-from tests.sim.conftest import Api
-from tests.sim.watchclient import read_watch
+from simapi import Api
+from tests.support.poll import eventually
+from watchclient import read_watch
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 WIDGETS = "/apis/example.dsctl.io/v1/namespaces/default/widgets"

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tests.integration.requestaudit import is_controller_agent
+from tests.support.requestaudit import is_controller_agent
 
 __all__ = ["OBJECT_RESOURCES", "WRITE_VERBS", "Handover", "lease_history", "one_writer_violations"]
 

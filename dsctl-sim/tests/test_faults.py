@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from tests.poll import eventually
-from tests.sim.conftest import Api
-from tests.sim.watchclient import read_watch
+from simapi import Api
+from tests.support.poll import eventually
+from watchclient import read_watch
 
 PODS = "/api/v1/namespaces/default/pods"
 
