@@ -103,6 +103,12 @@ class Doc:
                 cache.keep(self, obj)
         return obj
 
+    def peek(self) -> Obj:
+        """The decoded object, without keeping it decoded: for a scan (a filtered list, an old
+        version's selector match) that would otherwise push the loops' working set out."""
+        obj = self._obj
+        return obj if obj is not None else orjson.loads(self._raw)  # type: ignore[arg-type]
+
     @property
     def raw(self) -> bytes:
         """Compact JSON of ``obj``, encoded on first use and then cached."""
@@ -202,7 +208,7 @@ class Watcher:
     def translate(self, ev: WatchEvent) -> WatchEvent | None:
         """The event this watcher should see for ``ev``, or None if it is filtered out."""
         if ev.type == "MODIFIED" and ev.old is not None and (self._labels or self._fields):
-            now_in, was_in = self.matches(ev.doc.obj), self.matches(ev.old.obj)
+            now_in, was_in = self.matches(ev.doc.peek()), self.matches(ev.old.peek())
             if now_in and was_in:
                 return ev
             if now_in:
@@ -210,7 +216,7 @@ class Watcher:
             if was_in:
                 return WatchEvent("DELETED", ev.doc, ev.rv, key=ev.key)
             return None
-        return ev if self.matches(ev.doc.obj) else None
+        return ev if self.matches(ev.doc.peek()) else None
 
     def offer(self, ev: WatchEvent) -> None:
         """Filter and buffer one change; called synchronously by storage."""
