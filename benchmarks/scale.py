@@ -93,17 +93,23 @@ def ds_name(index: int) -> str:
     return f"ds-{index:02d}"
 
 
-def bench_daemonset(index: int) -> dict[str, Any]:
-    """A benchmark DaemonSet: the harness's agent, rolling ``maxUnavailable: 10%`` at a time."""
-    ds = daemonset(ds_name(index))
+def bench_daemonset(index: int, *, bulk: bool = False) -> dict[str, Any]:
+    """A benchmark DaemonSet: the harness's agent, rolling ``maxUnavailable: 10%`` at a time.
+
+    A ``bulk`` one's pods start at once (``sim.dsctl.io/startup-seconds: "0"``): the kubelet
+    writes their status once, not twice, which is what makes filling a large cluster quick.
+    """
+    ds = daemonset(ds_name(index), startup_seconds=0.0 if bulk else None)
     ds["spec"]["updateStrategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "10%"}}
     return ds
 
 
-def pod_bodies(ds: dict[str, Any], nodes: Sequence[str]) -> list[bytes]:
-    """The pods the controller would create for ``ds`` (as stored) on ``nodes``, encoded."""
+def pod_bodies(ds: dict[str, Any], nodes: Sequence[str], *, bound: bool = False) -> list[bytes]:
+    """The pods the controller would create for ``ds`` (as stored) on ``nodes``, encoded;
+    ``bound`` ones name their node as a direct-binding controller's do (no scheduler pass)."""
     template_hash = compute_hash(ds["spec"]["template"], collision_count(ds))
-    make = pod_factory({**ds, "apiVersion": "apps/v1", "kind": "DaemonSet"}, hash=template_hash)
+    make = pod_factory({**ds, "apiVersion": "apps/v1", "kind": "DaemonSet"}, hash=template_hash,
+                       direct_binding=bound)
     return [orjson.dumps(make(node)) for node in nodes]
 
 
@@ -132,9 +138,9 @@ async def started_sim(args: argparse.Namespace, nodes: int) -> AsyncIterator[tup
         yield sim, ready
 
 
-async def create_daemonset(sim: SimProcess, index: int) -> dict[str, Any]:
+async def create_daemonset(sim: SimProcess, index: int, *, bulk: bool = False) -> dict[str, Any]:
     """POST the ``index``-th benchmark DaemonSet; returns it as stored."""
-    status, body = await sim.request("POST", DAEMONSETS, json=bench_daemonset(index))
+    status, body = await sim.request("POST", DAEMONSETS, json=bench_daemonset(index, bulk=bulk))
     if status != 201:
         raise RuntimeError(f"{ds_name(index)} not created: {status} {body}")
     stored: dict[str, Any] = body
@@ -167,25 +173,36 @@ async def post_raw(sim: SimProcess, bodies: Sequence[bytes], *, concurrency: int
             "sim_cpu_us_per_create": round(1e6 * cpu / raw.requests, 1) if raw.requests else None}
 
 
-async def fill(sim: SimProcess, args: argparse.Namespace, *, nodes: int, daemonsets: int,
-               raw_pods: int) -> dict[str, Any]:
-    """Create ``daemonsets`` DaemonSets and post all their pods with the raw client: the first
-    ``raw_pods`` apart (the raw rate of a fresh simulator), then each DaemonSet's rest."""
+async def fill(sim: SimProcess, args: argparse.Namespace, *, nodes: int, daemonsets: int, raw_pods: int,
+               baseline_last: bool) -> dict[str, Any]:
+    """Create ``daemonsets`` DaemonSets and post all their pods with the raw client.
+
+    Measured posts send the controller's pods exactly (the scheduler binds them, they start
+    after the simulator's delay): the first ``raw_pods`` (the raw rate of a fresh simulator)
+    and, with ``baseline_last``, all of the last DaemonSet's (the raw rate the cold start is
+    compared with, on the simulator as it then is). The rest is bulk, only there to fill the
+    cluster: pods bound on create, of DaemonSets whose pods start at once.
+    """
     names = node_names(nodes)
     out: dict[str, Any] = {"by_daemonset": []}
     pending = raw_pods
     for index in range(daemonsets):
-        ds = await create_daemonset(sim, index)
-        bodies = pod_bodies(ds, names)
+        measured = index == 0 or (baseline_last and index == daemonsets - 1)
+        ds = await create_daemonset(sim, index, bulk=not measured)
         if pending > 0:
-            head, bodies = bodies[:pending], bodies[pending:]
+            head, names_left = names[:pending], names[pending:]
             pending -= len(head)
-            sample = await post_raw(sim, head, concurrency=args.raw_concurrency)
+            sample = await post_raw(sim, pod_bodies(ds, head), concurrency=args.raw_concurrency)
             out.setdefault("raw_sample", []).append(sample)
-        if bodies:
+        else:
+            names_left = names
+        if names_left:
+            baseline = baseline_last and index == daemonsets - 1
+            bodies = pod_bodies(ds, names_left, bound=not baseline)
             done = await post_raw(sim, bodies, concurrency=args.raw_concurrency)
-            out["by_daemonset"].append({"daemonset": ds_name(index), **done})
-            log("posted", daemonset=ds_name(index), rate=done["creates_per_second"],
+            kind = "baseline" if baseline else "bulk, bound on create" + ("" if measured else ", started at once")
+            out["by_daemonset"].append({"daemonset": ds_name(index), "posted": kind, **done})
+            log("posted", daemonset=ds_name(index), kind=kind, rate=done["creates_per_second"],
                 rss_mib=mib(rss_mib(sim.pid)[0]))
     samples = out.pop("raw_sample", [])
     if samples:
@@ -200,13 +217,28 @@ async def fill(sim: SimProcess, args: argparse.Namespace, *, nodes: int, daemons
 async def raw_rate(args: argparse.Namespace, nodes: int) -> dict[str, Any]:
     """The raw create rate of a fresh simulator of ``nodes`` nodes, nothing else."""
     async with started_sim(args, nodes) as (sim, ready):
+        # A raw sample larger than the cluster spreads over several DaemonSets, all measured.
         per_ds = max(1, -(-args.raw_pods // nodes))
-        filled = await fill(sim, args, nodes=nodes, daemonsets=per_ds, raw_pods=args.raw_pods)
+        filled = await fill(sim, args, nodes=nodes, daemonsets=1, raw_pods=min(args.raw_pods, nodes),
+                            baseline_last=False)
+        for index in range(1, per_ds):
+            ds = await create_daemonset(sim, index)
+            extra = await post_raw(sim, pod_bodies(ds, node_names(nodes)[:args.raw_pods - index * nodes]),
+                                   concurrency=args.raw_concurrency)
+            raw = filled["raw"]
+            pods, seconds = raw["pods"] + extra["pods"], raw["seconds"] + extra["seconds"]
+            cpu = (raw["sim_cpu_us_per_create"] * raw["pods"] + extra["sim_cpu_us_per_create"] * extra["pods"]) / pods
+            filled["raw"] = {"pods": pods, "seconds": round(seconds, 2),
+                             "creates_per_second": round(pods / seconds, 1), "sim_cpu_us_per_create": round(cpu, 1)}
         return {"nodes": nodes, "ready_seconds": round(ready, 1), **filled["raw"]}
 
 
 async def list_all(sim: SimProcess, *, limit: int = 500) -> dict[str, Any]:
-    """Every pod through ``limit``-sized pages, as a reflector lists; the time, and the RV."""
+    """Every pod through ``limit``-sized pages, as a reflector lists; the time, and the RV.
+
+    Only each page's head is decoded (the simulator writes ``metadata`` before ``items``) and
+    its items counted, so the time is the server's and the transfer's, not this client's decoding.
+    """
     start, pages, items, token, rv = time.monotonic(), 0, 0, "", ""
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None)) as http:
         while True:
@@ -215,11 +247,12 @@ async def list_all(sim: SimProcess, *, limit: int = 500) -> dict[str, Any]:
                 body = await resp.read()
                 if resp.status != 200:
                     raise RuntimeError(f"list page {pages}: {resp.status} {body[:200]!r}")
-            page = orjson.loads(body)
+            head = body[:body.index(b',"items":[')] + b"}"
+            meta = orjson.loads(head)["metadata"]
             pages += 1
-            items += len(page["items"])
-            rv = rv or page["metadata"]["resourceVersion"]
-            token = page["metadata"].get("continue", "")
+            items += body.count(b'{"kind":"Pod",')
+            rv = rv or meta["resourceVersion"]
+            token = meta.get("continue", "")
             if not token:
                 break
     return {"seconds": round(time.monotonic() - start, 1), "pages": pages, "items": items, "limit": limit,
@@ -545,7 +578,8 @@ async def one_size(args: argparse.Namespace, nodes: int, *, main_size: bool) -> 
         out["sim_rss_empty_mib"] = mib(empty)
         log("sim ready", nodes=nodes, seconds=out["sim_ready_seconds"], rss_mib=mib(empty))
         async with profile(sim.pid if args.profile_sim and main_size else None, f"{args.name}-sim-posting") as hot:
-            filled = await fill(sim, args, nodes=nodes, daemonsets=prefilled, raw_pods=min(args.raw_pods, nodes))
+            filled = await fill(sim, args, nodes=nodes, daemonsets=prefilled, raw_pods=min(args.raw_pods, nodes),
+                                baseline_last=with_controller)
         out["raw"] = filled["raw"]
         out["posted_by_daemonset"] = filled["by_daemonset"]
         if hot:
