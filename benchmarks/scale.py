@@ -64,7 +64,7 @@ import orjson
 from benchmarks.controller_cold_start import create_window
 from benchmarks.controller_node_join import time_joins
 from benchmarks.harness.bounds import SIM_TERMINATION_CAP, rolling_update_bound
-from benchmarks.harness.cluster import ControllerProcess, SimProcess, controller, daemonset, sim_args
+from benchmarks.harness.cluster import ControllerProcess, SimProcess, controller, daemonset, sim_args, sim_process
 from benchmarks.harness.metrics import histogram, request_log, writes_by
 from benchmarks.harness.podwatch import PodWatch
 from benchmarks.harness.procs import CpuTrace, RssTrace, proc_usage, reset_peak_rss, rss_mib, wait_idle
@@ -131,7 +131,7 @@ async def started_sim(args: argparse.Namespace, nodes: int) -> AsyncIterator[tup
     """A fresh simulator of ``nodes`` nodes and the seconds it took to be ready."""
     flags = sim_args(startup=args.pod_startup_seconds, extra=("--bookmark-seconds", str(args.bookmark_seconds)))
     start = time.monotonic()
-    async with SimProcess(nodes=nodes, args=flags, startup_timeout=1800) as sim:
+    async with sim_process(nodes, flags, startup_timeout=1800) as sim:
         ready = time.monotonic() - start
         # Its loops' first pass over the nodes runs after it listens: measure nothing meanwhile.
         await wait_idle(sim.pid)

@@ -14,11 +14,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness.results import CONTROLLER_PATH
+from benchmarks.harness.results import CONTROLLER_PATH, SIM_PATH
 from tests.support.controllerproc import ControllerProcess
 from tests.support.simproc import SimProcess
 
-__all__ = ["ControllerProcess", "SimProcess", "controller", "daemonset", "sim_args"]
+__all__ = ["ControllerProcess", "SimProcess", "controller", "daemonset", "sim_args", "sim_process"]
 
 _CPROFILED = Path(__file__).resolve().parent / "cprofiled.py"
 
@@ -30,6 +30,14 @@ def sim_args(*, startup: float = 1.0, history: int | None = None, log_level: str
     if history is not None:
         args += ["--history-size", str(history)]
     return [*args, *extra]
+
+
+def sim_process(nodes: int, args: list[str], *, startup_timeout: float = 300.0) -> SimProcess:
+    """``dsctl sim serve`` with ``nodes`` nodes; another tree's simulator when
+    ``DSCTL_BENCH_SIM_PATH`` names one (``results.sim_tree`` records and checks it)."""
+    path = os.environ.get(SIM_PATH)
+    return SimProcess(nodes=nodes, args=args, startup_timeout=startup_timeout,
+                      env={"PYTHONPATH": path} if path else None)
 
 
 def daemonset(name: str, *, namespace: str = "default", startup_seconds: float | None = None,

@@ -26,10 +26,12 @@ __all__ = [
     "CONTROLLER_PATH",
     "RESULTS",
     "ROOT",
+    "SIM_PATH",
     "controller_tree",
     "cpu_facts",
     "environment",
     "log",
+    "sim_tree",
     "wait_until",
     "write_result",
 ]
@@ -42,6 +44,9 @@ RESULTS = Path(os.environ.get("DSCTL_BENCH_RESULTS") or ROOT / "benchmarks" / "r
 CONTROLLER_PATH = "DSCTL_BENCH_CONTROLLER_PATH"
 """When set, the controller's ``PYTHONPATH``: another tree's controller against this tree's
 simulator (see ``cluster.controller``)."""
+SIM_PATH = "DSCTL_BENCH_SIM_PATH"
+"""When set, the simulator's ``PYTHONPATH`` (another tree's ``dsctl-sim`` and ``dsctl-api``):
+that tree's simulator under this tree's benchmark (see ``cluster.sim_process``)."""
 
 
 def log(message: str, **fields: Any) -> None:
@@ -60,7 +65,8 @@ def environment() -> dict[str, Any]:
     return {"commit": commit, "modified_since_commit": bool(dirty), "cpus": os.cpu_count(),
             "python": platform.python_version(), "platform": platform.platform(),
             "aiohttp": aiohttp.__version__, "kubernetes_asyncio": kubernetes_asyncio.__version__,
-            "loadavg_at_start": [round(x, 2) for x in os.getloadavg()], **cpu_facts(), **controller_tree()}
+            "loadavg_at_start": [round(x, 2) for x in os.getloadavg()], **cpu_facts(), **controller_tree(),
+            **sim_tree()}
 
 
 def _short_commit(tree: Path) -> str:
@@ -87,6 +93,23 @@ def controller_tree() -> dict[str, Any]:
         raise SystemExit(f"{CONTROLLER_PATH}: the controller would import dsctl from {found or 'nowhere'}, "
                          f"not from {tree}")
     return {"controller_commit": _short_commit(tree) or "unknown"}
+
+
+def sim_tree() -> dict[str, Any]:
+    """Which commit's simulator runs, when ``DSCTL_BENCH_SIM_PATH`` gives it another tree's code
+    (the commit of the path's first entry's repository). ``SystemExit`` unless the simulator's
+    interpreter imports ``dsctl_sim`` from that path."""
+    path = os.environ.get(SIM_PATH)
+    if not path:
+        return {}
+    first = Path(path.split(os.pathsep)[0]).resolve()
+    found = subprocess.run([sys.executable, "-c", "import dsctl_sim; print(dsctl_sim.__file__)"],
+                           env={**os.environ, "PYTHONPATH": path}, capture_output=True, text=True,
+                           check=False).stdout.strip()
+    if not found or Path(found).resolve().parent.parent != first:
+        raise SystemExit(f"{SIM_PATH}: the simulator would import dsctl_sim from {found or 'nowhere'}, "
+                         f"not from {first}")
+    return {"sim_commit": _short_commit(first.parent) or "unknown"}
 
 
 def cpu_facts() -> dict[str, Any]:
