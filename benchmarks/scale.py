@@ -173,64 +173,79 @@ async def post_raw(sim: SimProcess, bodies: Sequence[bytes], *, concurrency: int
             "sim_cpu_us_per_create": round(1e6 * cpu / raw.requests, 1) if raw.requests else None}
 
 
-async def fill(sim: SimProcess, args: argparse.Namespace, *, nodes: int, daemonsets: int, raw_pods: int,
-               baseline_last: bool) -> dict[str, Any]:
-    """Create ``daemonsets`` DaemonSets and post all their pods with the raw client.
+async def fill(sim: SimProcess, args: argparse.Namespace, *, nodes: int, daemonsets: int, first: dict[str, Any],
+               sampled: int, baseline_last: bool) -> list[dict[str, Any]]:
+    """Post the pods of ``daemonsets`` DaemonSets (the first already created, its pods on the
+    first ``sampled`` nodes already posted) with the raw client; each one's rate.
 
     Measured posts send the controller's pods exactly (the scheduler binds them, they start
-    after the simulator's delay): the first ``raw_pods`` (the raw rate of a fresh simulator)
-    and, with ``baseline_last``, all of the last DaemonSet's (the raw rate the cold start is
-    compared with, on the simulator as it then is). The rest is bulk, only there to fill the
-    cluster: pods bound on create, of DaemonSets whose pods start at once.
+    after the simulator's delay): with ``baseline_last``, all of the last DaemonSet's (the raw
+    rate the cold start is compared with, on the simulator as it then is). The rest is bulk,
+    only there to fill the cluster: pods bound on create, of DaemonSets whose pods start at once.
     """
     names = node_names(nodes)
-    out: dict[str, Any] = {"by_daemonset": []}
-    pending = raw_pods
+    posted: list[dict[str, Any]] = []
     for index in range(daemonsets):
-        measured = index == 0 or (baseline_last and index == daemonsets - 1)
-        ds = await create_daemonset(sim, index, bulk=not measured)
-        if pending > 0:
-            head, names_left = names[:pending], names[pending:]
-            pending -= len(head)
-            sample = await post_raw(sim, pod_bodies(ds, head), concurrency=args.raw_concurrency)
-            out.setdefault("raw_sample", []).append(sample)
-        else:
-            names_left = names
-        if names_left:
-            baseline = baseline_last and index == daemonsets - 1
-            bodies = pod_bodies(ds, names_left, bound=not baseline)
-            done = await post_raw(sim, bodies, concurrency=args.raw_concurrency)
-            kind = "baseline" if baseline else "bulk, bound on create" + ("" if measured else ", started at once")
-            out["by_daemonset"].append({"daemonset": ds_name(index), "posted": kind, **done})
-            log("posted", daemonset=ds_name(index), kind=kind, rate=done["creates_per_second"],
-                rss_mib=mib(rss_mib(sim.pid)[0]))
-    samples = out.pop("raw_sample", [])
-    if samples:
-        pods = sum(s["pods"] for s in samples)
-        seconds = sum(s["seconds"] for s in samples)
-        out["raw"] = {"pods": pods, "seconds": round(seconds, 2), "creates_per_second": round(pods / seconds, 1),
-                      "sim_cpu_us_per_create": round(sum(s["sim_cpu_us_per_create"] * s["pods"] for s in samples)
-                                                     / pods, 1)}
-    return out
+        baseline = baseline_last and index == daemonsets - 1
+        ds = first if index == 0 else await create_daemonset(sim, index, bulk=not baseline)
+        left = names[sampled:] if index == 0 else names
+        if not left:
+            continue
+        done = await post_raw(sim, pod_bodies(ds, left, bound=not baseline), concurrency=args.raw_concurrency)
+        kind = "baseline" if baseline else "bulk, bound on create" + ("" if index == 0 else ", started at once")
+        posted.append({"daemonset": ds_name(index), "posted": kind, **done})
+        log("posted", daemonset=ds_name(index), kind=kind, rate=done["creates_per_second"],
+            rss_mib=mib(rss_mib(sim.pid)[0]))
+    return posted
 
 
-async def raw_rate(args: argparse.Namespace, nodes: int) -> dict[str, Any]:
-    """The raw create rate of a fresh simulator of ``nodes`` nodes, nothing else."""
-    async with started_sim(args, nodes) as (sim, ready):
-        # A raw sample larger than the cluster spreads over several DaemonSets, all measured.
-        per_ds = max(1, -(-args.raw_pods // nodes))
-        filled = await fill(sim, args, nodes=nodes, daemonsets=1, raw_pods=min(args.raw_pods, nodes),
-                            baseline_last=False)
-        for index in range(1, per_ds):
-            ds = await create_daemonset(sim, index)
-            extra = await post_raw(sim, pod_bodies(ds, node_names(nodes)[:args.raw_pods - index * nodes]),
-                                   concurrency=args.raw_concurrency)
-            raw = filled["raw"]
-            pods, seconds = raw["pods"] + extra["pods"], raw["seconds"] + extra["seconds"]
-            cpu = (raw["sim_cpu_us_per_create"] * raw["pods"] + extra["sim_cpu_us_per_create"] * extra["pods"]) / pods
-            filled["raw"] = {"pods": pods, "seconds": round(seconds, 2),
-                             "creates_per_second": round(pods / seconds, 1), "sim_cpu_us_per_create": round(cpu, 1)}
-        return {"nodes": nodes, "ready_seconds": round(ready, 1), **filled["raw"]}
+async def sample_bodies(sim: SimProcess, nodes: int, pods: int) -> tuple[dict[str, Any], list[bytes]]:
+    """The raw sample's pods for a fresh simulator: ``pods`` of the controller's pods, the first
+    DaemonSet's on each node, then the next DaemonSet's; returns the first DaemonSet too."""
+    bodies: list[bytes] = []
+    first: dict[str, Any] = {}
+    index = 0
+    while len(bodies) < pods:
+        ds = await create_daemonset(sim, index)
+        first = first or ds
+        bodies += pod_bodies(ds, node_names(nodes)[:pods - len(bodies)])
+        index += 1
+    return first, bodies
+
+
+async def raw_sample(args: argparse.Namespace, sims: dict[int, SimProcess], *, main: int) -> dict[int, dict[str, Any]]:
+    """The raw create rate of each fresh simulator in ``sims`` (by node count), posted in
+    alternating blocks of ``--raw-block`` pods (ABBA order), each simulator left to finish a
+    block's work before the next: the host's speed drifts, and every size sees the same drift.
+
+    The rate is pods over the seconds spent posting; the CPU per create counts the simulator's
+    work until it is idle again, what a block left for its loops included. The ``main``
+    simulator's sample is its first DaemonSet's pods (as many as it has nodes, at most);
+    a smaller one's spreads over as many DaemonSets as it takes.
+    """
+    bodies = {nodes: await sample_bodies(sim, nodes, min(args.raw_pods, nodes) if nodes == main else args.raw_pods)
+              for nodes, sim in sims.items()}
+    figures = {nodes: {"pods": 0, "seconds": 0.0, "cpu_seconds": 0.0} for nodes in sims}
+    sizes = sorted(sims)
+    for block, at in enumerate(range(0, args.raw_pods, args.raw_block)):
+        for nodes in sizes if block % 2 == 0 else sizes[::-1]:
+            sim = sims[nodes]
+            chunk = bodies[nodes][1][at:at + args.raw_block]
+            if not chunk:
+                continue
+            cpu = proc_usage(sim.pid)["cpu_seconds"]
+            raw = await post_all(sim.url, PODS, chunk, concurrency=args.raw_concurrency, agent=RAW_AGENT)
+            if raw.errors:
+                raise RuntimeError(f"raw creates failed at {nodes} nodes: {raw.errors}")
+            await wait_idle(sim.pid, window=0.5, timeout=args.timeout)
+            figure = figures[nodes]
+            figure["pods"] += raw.requests
+            figure["seconds"] += raw.seconds
+            figure["cpu_seconds"] += proc_usage(sim.pid)["cpu_seconds"] - cpu
+    return {nodes: {"pods": int(f["pods"]), "seconds": round(f["seconds"], 2),
+                    "creates_per_second": round(f["pods"] / f["seconds"], 1),
+                    "sim_cpu_us_per_create": round(1e6 * f["cpu_seconds"] / f["pods"], 1), "first": bodies[nodes][0]}
+            for nodes, f in figures.items()}
 
 
 async def list_all(sim: SimProcess, *, limit: int = 500) -> dict[str, Any]:
@@ -474,29 +489,59 @@ async def steady_state(sim: SimProcess, ctl: ControllerProcess, pid: int, *, nod
             "controller_cpu_us_per_report": round(1e6 * cpu / sent, 1) if sent else None}
 
 
-async def rolling_update(sim: SimProcess, args: argparse.Namespace, *, index: int, desired: int) -> dict[str, Any]:
-    """A new image for one DaemonSet: wall time to every pod updated and available, against the bound."""
+async def rolling_update(sim: SimProcess, pid: int, args: argparse.Namespace, *, index: int, desired: int,
+                         profiled: bool) -> dict[str, Any]:
+    """A new image for one DaemonSet: wall time to every pod updated and available, against the bound.
+
+    The wait ends at ``--rollout-budget`` seconds: a rollout still running then is reported with
+    its progress and the wall time its pace over the last minute implies.
+    """
     patch = {"spec": {"template": {"spec": {"containers": [{"name": "agent", "image": "registry.example/agent:2.0"}]}}}}
-    start = time.monotonic()
-    status, body = await sim.request("PATCH", f"{DAEMONSETS}/{ds_name(index)}", data=orjson.dumps(patch),
-                                     headers={"Content-Type": "application/strategic-merge-patch+json"})
-    if status != 200:
-        raise RuntimeError(f"image update refused: {status} {body}")
-    generation = int(body["metadata"]["generation"])
-
-    async def done() -> bool:
-        st = await ds_status(sim, index)
-        return (int(st.get("observedGeneration") or 0) >= generation
-                and int(st.get("updatedNumberScheduled") or 0) >= desired
-                and int(st.get("numberAvailable") or 0) >= desired and not int(st.get("numberUnavailable") or 0))
-
-    await poll(done, timeout=args.timeout, interval=0.5, what="rolling update")
-    wall = time.monotonic() - start
     bound = rolling_update_bound(desired, "10%", startup=args.pod_startup_seconds, termination=SIM_TERMINATION_CAP)
-    return {"pods": desired, "max_unavailable": "10%", "budget": bound.budget, "waves": bound.waves,
-            "startup_seconds": args.pod_startup_seconds, "termination_seconds": SIM_TERMINATION_CAP,
-            "bound_seconds": round(bound.seconds, 1), "wall_seconds": round(wall, 1),
-            "wall_over_bound": round(wall / bound.seconds, 2) if bound.seconds else None}
+    out: dict[str, Any] = {"pods": desired, "max_unavailable": "10%", "budget": bound.budget, "waves": bound.waves,
+                           "startup_seconds": args.pod_startup_seconds, "termination_seconds": SIM_TERMINATION_CAP,
+                           "bound_seconds": round(bound.seconds, 1)}
+    progress: list[tuple[float, int]] = []
+    async with profile(pid if profiled else None, f"{args.name}-controller-rollout") as ctl_hot, \
+            profile(sim.pid if profiled else None, f"{args.name}-sim-rollout") as sim_hot:
+        start = time.monotonic()
+        status, body = await sim.request("PATCH", f"{DAEMONSETS}/{ds_name(index)}", data=orjson.dumps(patch),
+                                         headers={"Content-Type": "application/strategic-merge-patch+json"})
+        if status != 200:
+            raise RuntimeError(f"image update refused: {status} {body}")
+        generation = int(body["metadata"]["generation"])
+        finished = False
+        while time.monotonic() - start < args.rollout_budget:
+            st = await ds_status(sim, index)
+            observed = int(st.get("observedGeneration") or 0) >= generation
+            updated = int(st.get("updatedNumberScheduled") or 0) if observed else 0
+            progress.append((time.monotonic() - start, updated))
+            if (updated >= desired and int(st.get("numberAvailable") or 0) >= desired
+                    and not int(st.get("numberUnavailable") or 0)):
+                finished = True
+                break
+            await asyncio.sleep(0.5)
+        wall = time.monotonic() - start
+    by_minute, mark = [], 0.0
+    for t, updated in progress:
+        if t >= mark:
+            by_minute.append(round(100 * updated / desired, 1))
+            mark += 60.0
+    out["updated_percent_each_minute"] = by_minute
+    if finished:
+        out.update(finished=True, wall_seconds=round(wall, 1), wall_over_bound=round(wall / bound.seconds, 2))
+    else:
+        recent = [(t, u) for t, u in progress if t >= wall - 60] or progress
+        pace = (recent[-1][1] - recent[0][1]) / max(1e-9, recent[-1][0] - recent[0][0])
+        estimate = wall + (desired - progress[-1][1]) / pace if pace > 0 else None
+        out.update(finished=False, budget_seconds=args.rollout_budget, updated_at_budget=progress[-1][1],
+                   estimated_wall_seconds=round(estimate, 1) if estimate else None,
+                   wall_over_bound=round(estimate / bound.seconds, 2) if estimate else None)
+    if ctl_hot:
+        out["controller_top_costs"] = top_costs(ctl_hot)
+    if sim_hot:
+        out["sim_top_costs"] = top_costs(sim_hot)
+    return out
 
 
 async def controller_part(sim: SimProcess, args: argparse.Namespace, out: dict[str, Any], *, nodes: int,
@@ -540,8 +585,10 @@ async def controller_part(sim: SimProcess, args: argparse.Namespace, out: dict[s
         await stage(out, "steady_state", steady_state(sim, ctl, pid, nodes=nodes, window=args.window_seconds,
                                                       warmup=args.warmup_seconds))
         log("steady state", **{k: out["steady_state"].get(k) for k in ("controller_writes", "controller_cpu_percent")})
-        await stage(out, "rolling_update", rolling_update(sim, args, index=last, desired=nodes + args.joins))
-        log("rolling update", **{k: out["rolling_update"].get(k) for k in ("wall_seconds", "wall_over_bound")})
+        await stage(out, "rolling_update", rolling_update(sim, pid, args, index=last, desired=nodes + args.joins,
+                                                          profiled=profiled))
+        log("rolling update", **{k: out["rolling_update"].get(k)
+                                 for k in ("finished", "wall_seconds", "estimated_wall_seconds", "wall_over_bound")})
         out["controller_final"] = proc_usage(pid)
         out["controller_launched_to_end_seconds"] = round(time.monotonic() - launched, 1)
 
@@ -577,11 +624,18 @@ async def one_size(args: argparse.Namespace, nodes: int, *, main_size: bool) -> 
         empty = rss_mib(sim.pid)[0]
         out["sim_rss_empty_mib"] = mib(empty)
         log("sim ready", nodes=nodes, seconds=out["sim_ready_seconds"], rss_mib=mib(empty))
+        async with contextlib.AsyncExitStack() as stack:
+            sims = {nodes: sim}
+            for small in (args.raw_nodes if main_size and args.only != "controller" else []):
+                sims[small] = (await stack.enter_async_context(started_sim(args, small)))[0]
+            sample = await raw_sample(args, sims, main=nodes)
+        first = sample[nodes].pop("first")
+        out["raw"] = sample.pop(nodes)
+        out["raw_beside"] = {str(n): {k: v for k, v in f.items() if k != "first"} for n, f in sample.items()}
+        log("raw", **{f"{n}_nodes": f["creates_per_second"] for n, f in {nodes: out["raw"], **sample}.items()})
         async with profile(sim.pid if args.profile_sim and main_size else None, f"{args.name}-sim-posting") as hot:
-            filled = await fill(sim, args, nodes=nodes, daemonsets=prefilled, raw_pods=min(args.raw_pods, nodes),
-                                baseline_last=with_controller)
-        out["raw"] = filled["raw"]
-        out["posted_by_daemonset"] = filled["by_daemonset"]
+            out["posted_by_daemonset"] = await fill(sim, args, nodes=nodes, daemonsets=prefilled, first=first,
+                                                    sampled=min(args.raw_pods, nodes), baseline_last=with_controller)
         if hot:
             out["sim_top_costs_while_posting"] = top_costs(hot)
             out["sim_top_self_while_posting"] = hot.get("top_self_percent", [])[:5]
@@ -661,6 +715,7 @@ def headline(result: dict[str, Any]) -> dict[str, Any]:
             "steady_state_writes": dig(figures, ("steady_state", "controller_writes")),
             "steady_state_cpu_percent": dig(figures, ("steady_state", "controller_cpu_percent")),
             "rolling_update_wall_over_bound": dig(figures, ("rolling_update", "wall_over_bound")),
+            "rolling_update_finished": dig(figures, ("rolling_update", "finished")),
         }
     return rows
 
@@ -681,20 +736,17 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     """Every size in order, smallest first; the growth ratios and the headline table last."""
     result: dict[str, Any] = {"benchmark": NAME, "environment": environment(), "args": vars(args), "sizes": {}}
     start = time.monotonic()
-    if args.only != "controller":
-        result["raw_only"] = {}
-        for nodes in args.raw_nodes:
-            result["raw_only"][str(nodes)] = await raw_rate(args, nodes)
-            log("raw", nodes=nodes, rate=result["raw_only"][str(nodes)]["creates_per_second"])
     sizes = [n for n in (args.compare_nodes, args.nodes) if n]
     for nodes in sizes:
         result["sizes"][str(nodes)] = await one_size(args, nodes, main_size=nodes == args.nodes)
-    raw_rates = {**{k: v["creates_per_second"] for k, v in (result.get("raw_only") or {}).items()},
-                 **{k: v["raw"]["creates_per_second"] for k, v in result["sizes"].items() if v.get("raw")}}
-    result["raw_creates_per_second_by_nodes"] = raw_rates
-    smallest = min(raw_rates, key=int) if raw_rates else None
-    if smallest is not None and str(args.nodes) in raw_rates:
-        result["raw_rate_at_largest_over_smallest"] = round(raw_rates[str(args.nodes)] / raw_rates[smallest], 3)
+    main = result["sizes"].get(str(args.nodes)) or {}
+    beside = {size: figures["creates_per_second"] for size, figures in (main.get("raw_beside") or {}).items()}
+    if beside and main.get("raw"):
+        # Measured in alternating blocks on fresh simulators of each size: the growth of the
+        # create path with cluster size, free of the host's drift.
+        rate = main["raw"]["creates_per_second"]
+        result["raw_create_rate"] = {"creates_per_second": {str(args.nodes): rate, **beside},
+                                     "largest_over_each": {size: round(rate / r, 3) for size, r in beside.items()}}
     if len(sizes) == 2:
         result["growth"] = growth(result["sizes"][str(sizes[0])], result["sizes"][str(sizes[1])])
     result["headline"] = headline(result)
@@ -708,8 +760,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--daemonsets", type=int, default=10)
     parser.add_argument("--compare-nodes", type=int, default=5000, help="the smaller size of the same run (0: none)")
     parser.add_argument("--raw-nodes", type=int, nargs="*", default=[1000],
-                        help="further sizes measured for the raw create rate alone")
+                        help="fresh simulators whose raw create rate is measured beside the main size's, "
+                             "in alternating blocks")
     parser.add_argument("--raw-pods", type=int, default=20_000, help="pods posted to measure the raw rate")
+    parser.add_argument("--raw-block", type=int, default=2000, help="pods per block of the alternating raw sample")
     parser.add_argument("--raw-concurrency", type=int, default=32)
     parser.add_argument("--only", choices=["sim", "controller"], help="run one part")
     parser.add_argument("--pod-startup-seconds", type=float, default=0.5)
@@ -721,7 +775,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--timeout", type=float, default=1800.0, help="ceiling of each wait, seconds")
     parser.add_argument("--profile-sim", action="store_true", help="py-spy on the simulator while the raw client posts")
     parser.add_argument("--profile-controller", action="store_true",
-                        help="py-spy on the controller during its cold start")
+                        help="py-spy on the controller during its cold start, and on both during the rolling update")
+    parser.add_argument("--rollout-budget", type=float, default=480.0,
+                        help="seconds to wait for the rolling update; past it, its pace gives the estimate")
     parser.add_argument("--name", default=NAME, help="basename of the result file")
     args = parser.parse_args(argv)
     if args.daemonsets < 2 and args.only != "sim":
