@@ -86,6 +86,19 @@ STATUS_REPORT_SECONDS = 300.0
 """The kubelet's default ``nodeStatusReportFrequency`` with node leases: a node whose status
 did not change reports it every 5 minutes."""
 UNLIMITED = ("--kube-api-qps", "1000000", "--kube-api-burst", "1000000")
+WRAPPERS = (
+    "RequestHandler._handle_request", "_handle (dsctl_sim/server.py)", "build_server.<locals>.handler",
+    "_dispatch (dsctl_sim/server.py)", "_resource (dsctl_sim/server.py)", "handle_resource (dsctl_sim/handlers.py)",
+    "WorkLoop.run", "WorkerPool._run", "WorkerPool._work", "StreamWriter.", "StreamResponse.write_eof",
+    "Response.write_eof", "_SelectorSocketTransport.write",
+)
+"""Frames that only dispatch to the work below them: left out of the inclusive top costs."""
+
+
+def costs(summary: dict[str, Any]) -> dict[str, Any]:
+    """A profile's top five functions by own samples, and by inclusive samples below dispatch."""
+    return {"top_self_percent": summary.get("top_self_percent", [])[:5],
+            "top_inclusive_percent": top_costs(summary, count=5, skip=WRAPPERS)}
 
 
 def ds_name(index: int) -> str:
@@ -248,6 +261,38 @@ async def raw_sample(args: argparse.Namespace, sims: dict[int, SimProcess], *, m
             for nodes, f in figures.items()}
 
 
+@contextlib.asynccontextmanager
+async def pod_watch_drained(sim: SimProcess, *, enabled: bool) -> AsyncIterator[dict[str, int]]:
+    """A pod watch open for the block, as an informer's would be, its bytes read and dropped:
+    the simulator encodes and sends every change, which is part of what a stored pod costs.
+    Yields its counts (bytes, reconnects)."""
+    counts = {"bytes": 0, "watches": 0}
+    if not enabled:
+        yield counts
+        return
+
+    async def drain() -> None:
+        rv = (await sim.stats())["resourceVersion"]
+        timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
+        async with aiohttp.ClientSession(timeout=timeout, headers={"User-Agent": "dsctl-bench/watch"}) as http:
+            while True:
+                params = {"watch": "true", "allowWatchBookmarks": "true", "resourceVersion": rv,
+                          "timeoutSeconds": "3600"}
+                counts["watches"] += 1
+                async with http.get(sim.url + "/api/v1/pods", params=params) as resp:
+                    async for chunk in resp.content.iter_any():
+                        counts["bytes"] += len(chunk)
+                rv = (await sim.stats())["resourceVersion"]  # a dropped stream resumes from now
+
+    task = asyncio.create_task(drain(), name="pod-watch-drained")
+    try:
+        yield counts
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 async def list_all(sim: SimProcess, *, limit: int = 500) -> dict[str, Any]:
     """Every pod through ``limit``-sized pages, as a reflector lists; the time, and the RV.
 
@@ -383,7 +428,7 @@ async def cold_start(sim: SimProcess, ctl: ControllerProcess, pid: int, args: ar
            "sim_cpu_seconds": round(after_sim["cpu_seconds"] - before_sim["cpu_seconds"], 1),
            "controller_writes": writes_by(records, agent=CONTROLLER_AGENT)}
     if hot:
-        out["controller_top_costs"] = top_costs(hot)
+        out["controller_profile"] = costs(hot)
     return out
 
 
@@ -538,9 +583,9 @@ async def rolling_update(sim: SimProcess, pid: int, args: argparse.Namespace, *,
                    estimated_wall_seconds=round(estimate, 1) if estimate else None,
                    wall_over_bound=round(estimate / bound.seconds, 2) if estimate else None)
     if ctl_hot:
-        out["controller_top_costs"] = top_costs(ctl_hot)
+        out["controller_profile"] = costs(ctl_hot)
     if sim_hot:
-        out["sim_top_costs"] = top_costs(sim_hot)
+        out["sim_profile"] = costs(sim_hot)
     return out
 
 
@@ -557,8 +602,11 @@ async def controller_part(sim: SimProcess, args: argparse.Namespace, out: dict[s
             status, _ = await ctl.get("/readyz")
             return status == 200
 
-        synced = await poll(ready, timeout=args.timeout, interval=0.1, what="controller ready")
-        out["caches_synced_seconds"] = round(synced, 1)
+        async with profile(pid if profiled else None, f"{args.name}-controller-startup") as hot:
+            await poll(ready, timeout=args.timeout, interval=0.1, what="controller ready")
+        out["caches_synced_seconds"] = round(time.monotonic() - launched, 1)
+        if hot:
+            out["controller_startup_profile"] = costs(hot)
         converged = await poll(lambda: all_ready(sim, range(last), nodes), timeout=args.timeout, what="converged")
         await asyncio.sleep(2.0)
         records, cursor = await records_since(sim, cursor)
@@ -625,20 +673,25 @@ async def one_size(args: argparse.Namespace, nodes: int, *, main_size: bool) -> 
         out["sim_rss_empty_mib"] = mib(empty)
         log("sim ready", nodes=nodes, seconds=out["sim_ready_seconds"], rss_mib=mib(empty))
         async with contextlib.AsyncExitStack() as stack:
-            sims = {nodes: sim}
-            for small in (args.raw_nodes if main_size and args.only != "controller" else []):
-                sims[small] = (await stack.enter_async_context(started_sim(args, small)))[0]
-            sample = await raw_sample(args, sims, main=nodes)
-        first = sample[nodes].pop("first")
-        out["raw"] = sample.pop(nodes)
-        out["raw_beside"] = {str(n): {k: v for k, v in f.items() if k != "first"} for n, f in sample.items()}
-        log("raw", **{f"{n}_nodes": f["creates_per_second"] for n, f in {nodes: out["raw"], **sample}.items()})
-        async with profile(sim.pid if args.profile_sim and main_size else None, f"{args.name}-sim-posting") as hot:
-            out["posted_by_daemonset"] = await fill(sim, args, nodes=nodes, daemonsets=prefilled, first=first,
-                                                    sampled=min(args.raw_pods, nodes), baseline_last=with_controller)
+            watched = await stack.enter_async_context(pod_watch_drained(sim, enabled=args.watch_while_posting))
+            async with contextlib.AsyncExitStack() as beside:
+                sims = {nodes: sim}
+                for small in (args.raw_nodes if main_size and args.only != "controller" else []):
+                    sims[small] = (await beside.enter_async_context(started_sim(args, small)))[0]
+                    await beside.enter_async_context(pod_watch_drained(sims[small], enabled=args.watch_while_posting))
+                sample = await raw_sample(args, sims, main=nodes)
+            first = sample[nodes].pop("first")
+            out["raw"] = sample.pop(nodes)
+            out["raw_beside"] = {str(n): {k: v for k, v in f.items() if k != "first"} for n, f in sample.items()}
+            log("raw", **{f"{n}_nodes": f["creates_per_second"] for n, f in {nodes: out["raw"], **sample}.items()})
+            async with profile(sim.pid if args.profile_sim and main_size else None,
+                               f"{args.name}-sim-posting") as hot:
+                out["posted_by_daemonset"] = await fill(sim, args, nodes=nodes, daemonsets=prefilled, first=first,
+                                                        sampled=min(args.raw_pods, nodes),
+                                                        baseline_last=with_controller)
+            out["pod_watch_while_posting"] = {"bytes": watched["bytes"], "streams": watched["watches"]}
         if hot:
-            out["sim_top_costs_while_posting"] = top_costs(hot)
-            out["sim_top_self_while_posting"] = hot.get("top_self_percent", [])[:5]
+            out["sim_profile_while_posting"] = costs(hot)
         out["sim_settle_seconds"] = await quiet(sim, timeout=args.timeout)
         await wait_idle(sim.pid, timeout=args.timeout)
         pods = int((await sim.stats())["objects"]["pods"])
@@ -768,6 +821,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", choices=["sim", "controller"], help="run one part")
     parser.add_argument("--pod-startup-seconds", type=float, default=0.5)
     parser.add_argument("--bookmark-seconds", type=float, default=5.0)
+    parser.add_argument("--no-watch-while-posting", dest="watch_while_posting", action="store_false",
+                        help="post without a pod watch open (default: one is, as an informer's would be)")
     parser.add_argument("--joins", type=int, default=50)
     parser.add_argument("--join-interval", type=float, default=0.2)
     parser.add_argument("--window-seconds", type=float, default=60.0, help="steady state, measured")
@@ -775,7 +830,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--timeout", type=float, default=1800.0, help="ceiling of each wait, seconds")
     parser.add_argument("--profile-sim", action="store_true", help="py-spy on the simulator while the raw client posts")
     parser.add_argument("--profile-controller", action="store_true",
-                        help="py-spy on the controller during its cold start, and on both during the rolling update")
+                        help="py-spy on the controller while it starts and during its cold start, and on both "
+                             "processes during the rolling update")
     parser.add_argument("--rollout-budget", type=float, default=480.0,
                         help="seconds to wait for the rolling update; past it, its pace gives the estimate")
     parser.add_argument("--name", default=NAME, help="basename of the result file")

@@ -123,7 +123,7 @@ class Storage(ReadView):
         if table is None:
             return
         for doc in list(table.all_docs()):
-            meta = doc.obj["metadata"]
+            meta = doc.peek()["metadata"]
             self._remove(table, meta.get("namespace", ""), meta["name"])
         for w in list(table.watchers):
             w.close()
@@ -301,7 +301,7 @@ class Storage(ReadView):
 
     def namespace_contents(self, namespace: str) -> list[tuple[str, Obj]]:
         """``(resource key, object)`` for every object stored in ``namespace``."""
-        return [(key, doc.obj) for key, table in self._tables.items() if table.rt.namespaced
+        return [(key, doc.peek()) for key, table in self._tables.items() if table.rt.namespaced
                 for doc in list(table.by_ns.get(namespace, {}).values())]
 
     def finalize_namespace(self, name: str) -> Obj:
