@@ -816,7 +816,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="fresh simulators whose raw create rate is measured beside the main size's, "
                              "in alternating blocks")
     parser.add_argument("--raw-pods", type=int, default=20_000, help="pods posted to measure the raw rate")
-    parser.add_argument("--raw-block", type=int, default=2000, help="pods per block of the alternating raw sample")
+    parser.add_argument("--raw-block", type=int, default=1000, help="pods per block of the alternating raw sample")
     parser.add_argument("--raw-concurrency", type=int, default=32)
     parser.add_argument("--only", choices=["sim", "controller"], help="run one part")
     parser.add_argument("--pod-startup-seconds", type=float, default=0.5)
