@@ -3,6 +3,7 @@
 - ``dsctl run``: the controller, against a real cluster or any kubeconfig.
 - ``dsctl sim``: the main job on a fresh machine: a simulated cluster, the controller and an
   example DaemonSet, with live progress. ``dsctl sim serve`` runs only the simulated cluster.
+- ``dsctl view``: a live, read-only web page of DaemonSets x nodes (``dsctl.view``).
 
 The simulated cluster is its own distribution (``dsctl-sim``, import package ``dsctl_sim``).
 This module never imports it: ``dsctl sim serve`` replaces the process with
@@ -79,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     from dsctl.rollout import cli as rollout_cli
 
     rollout_cli.register(commands)
+    from dsctl.view import cli as view_cli
+
+    view_cli.register(commands)
     sim_commands = sim.add_subparsers(dest="sim_command", metavar="SUBCOMMAND")
     for name, summary in SIM_SUBCOMMANDS.items():
         sim_commands.add_parser(name, help=f"{summary} (options: dsctl sim {name} --help)", add_help=False)
