@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from dsctl import __version__
+from dsctl.app.collector import tune_collector
 from dsctl.app.preflight import preflight
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import Resource
@@ -48,16 +49,21 @@ async def running_view(
     host: str = "127.0.0.1",
     port: int = 0,
     period: float = DEFAULT_PERIOD,
+    own_process: bool = False,
 ) -> AsyncIterator[RunningView]:
     """Serve the view of the cluster ``kubeconfig``/``context`` reaches until the block exits.
 
     Raises ``dsctl.kube.errors.KubeError`` (configuration, unreachable cluster, kind not
     served) or ``OSError`` (cannot listen) before yielding; nothing is left running then.
+    ``own_process`` tunes the cyclic garbage collector for the caches, as ``dsctl run`` does
+    (``dsctl.app.collector``); leave it off when sharing a process with the controller.
     """
+    if own_process:
+        tune_collector()
     client = await KubeClient.from_config(kubeconfig=kubeconfig, context=context, user_agent=USER_AGENT)
     async with contextlib.AsyncExitStack() as stack:
         stack.push_async_callback(client.close)
-        source = ClusterSource(client, resource, namespace=namespace, plan=plan)
+        source = ClusterSource(client, resource, namespace=namespace, plan=plan, freeze_after_sync=own_process)
         server = ViewServer(source.model, read_events=functools.partial(read_pod_events, client), period=period)
         url = await server.start(host=host, port=port)
         stack.push_async_callback(server.stop)

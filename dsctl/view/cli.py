@@ -81,7 +81,8 @@ async def _serve(args: argparse.Namespace, plan: Any) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with running_view(resource=resource, kubeconfig=args.kubeconfig or None, context=args.context or None,
-                            namespace=args.namespace or None, plan=plan, host=args.address, port=args.port) as view:
+                            namespace=args.namespace or None, plan=plan, host=args.address, port=args.port,
+                            own_process=True) as view:
         scope = f"namespace {args.namespace}" if args.namespace else "all namespaces"
         print(f"dsctl view: {view.url} ({args.resource} DaemonSets, {scope}; read-only; Ctrl-C to stop)",
               flush=True)

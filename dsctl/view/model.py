@@ -134,6 +134,8 @@ class _Row:
     header: dict[str, Any]
     holds: dict[str, Hold] = field(default_factory=dict)
     cells: dict[str, int] = field(default_factory=dict)
+    should_run: set[str] | None = None
+    """Nodes where the pod should run, kept only while holds can exist (``_refresh_holds``)."""
 
 
 class _Labels(Mapping[str, Mapping[str, str]]):
@@ -383,7 +385,8 @@ class GridModel:
             row = self._rows.get(key)
             if row is None:
                 continue
-            nodes.update(self._refresh_holds(row))
+            refit = None if key in full else [n for n in dirty_nodes if n in self._node_index]
+            nodes.update(self._refresh_holds(row, refit))
             changes.extend(self._recompute(row, nodes))
 
         if layout_dirty:
@@ -444,14 +447,28 @@ class GridModel:
             self._uid_to_key[ds_uid] = key
         return None if old is None else True
 
-    def _refresh_holds(self, row: _Row) -> set[str]:
-        """Recompute the row's holds when any can exist; returns the nodes whose hold changed."""
+    def _refresh_holds(self, row: _Row, refit: Iterable[str] | None) -> set[str]:
+        """Recompute the row's holds when any can exist; returns the nodes whose hold changed.
+
+        ``refit`` are the nodes whose eligibility may have changed since the last call (None:
+        all of them); the others' ``should_run`` is reused, so a pod event costs no
+        eligibility checks.
+        """
         if not row.holds and not (row.rolling and row.controls.holds_back):
+            row.should_run = None
             return set()
+        if row.should_run is None or refit is None:
+            row.should_run = {n for n in self._node_order if self._fit(row, n).should_run}
+        else:
+            for n in refit:
+                if self._fit(row, n).should_run:
+                    row.should_run.add(n)
+                else:
+                    row.should_run.discard(n)
         pods_by_node = group_by_node(self._pods.by_index(BY_OWNER_UID, row.uid)) if row.uid else {}
-        should_run = [n for n in self._node_order if self._fit(row, n).should_run]
         new = holds(controls=row.controls, rolling=row.rolling, pods_by_node=pods_by_node,
-                    nodes_should_run=should_run, hash=row.hash, generation=row.generation, node_labels=self._labels)
+                    nodes_should_run=row.should_run, hash=row.hash, generation=row.generation,
+                    node_labels=self._labels)
         old, row.holds = row.holds, new
         return {n for n in old.keys() | new.keys() if old.get(n) != new.get(n)}
 
@@ -466,9 +483,10 @@ class GridModel:
             return Cell()
         fit = row.rules.check(node)
         pods = self._pods.by_index(BY_OWNER_NODE, f"{row.uid}/{node_name}") if row.uid else []
-        return cell_of(fit=fit, gate_blocked=gate_blocks(row.rules, node, fit), pods=pods, hash=row.hash,
-                       generation=row.generation, hold=row.holds.get(node_name, Hold.NONE),
-                       gated=has_readiness_taint(node))
+        signature = self._node_sigs.get(node_name)
+        gated = signature[1] if signature is not None else has_readiness_taint(node)
+        return cell_of(fit=fit, gate_blocked=gated and gate_blocks(row.rules, node, fit), pods=pods, hash=row.hash,
+                       generation=row.generation, hold=row.holds.get(node_name, Hold.NONE), gated=gated)
 
     def _recompute(self, row: _Row, nodes: Iterable[str]) -> list[int]:
         """Recompute cells; returns ``[ds index, node index, code, ...]`` of those that changed."""
@@ -489,7 +507,12 @@ class GridModel:
         nodes = self._nodes.list()
         self._node_order = sorted((name(n) for n in nodes), key=natural_key)
         self._node_index = {n: i for i, n in enumerate(self._node_order)}
-        self._node_sigs = {name(n): _node_signature(n) for n in nodes}
+        sigs = self._node_sigs
+        self._node_sigs = {}
+        for node in nodes:
+            node_name = name(node)
+            known = sigs.get(node_name)
+            self._node_sigs[node_name] = known if known is not None else _node_signature(node)
         for row in self._rows.values():
             for gone in row.cells.keys() - self._node_index.keys():
                 del row.cells[gone]

@@ -17,6 +17,7 @@ from typing import Any
 import structlog
 from prometheus_client import CollectorRegistry
 
+from dsctl.app.collector import freeze_caches
 from dsctl.informer import BY_OWNER_UID, Informer, by_owner_uid, make_pod_projection, project_node
 from dsctl.kube.client import KubeClient
 from dsctl.kube.errors import Fenced
@@ -39,6 +40,8 @@ class ClusterSource:
 
     ``namespace`` limits DaemonSets, pods and revisions to one namespace (None: all). The
     model is available at once (``model``) and says ``synced`` once every informer has listed.
+    ``freeze_after_sync`` moves the synced caches out of the cyclic collector's reach (for a
+    process of its own; ``dsctl sim`` leaves that to the controller beside it).
     """
 
     def __init__(
@@ -49,6 +52,7 @@ class ClusterSource:
         namespace: str | None = None,
         plan: PlanOverlay | None = None,
         page_size: int = 500,
+        freeze_after_sync: bool = False,
     ) -> None:
         client.write_fence = read_only_fence
         registry = CollectorRegistry()  # the view's informers are not the controller's metrics
@@ -68,6 +72,7 @@ class ClusterSource:
         self.nodes.add_handler(m.on_node, m.on_node_update, m.on_node)
         self.revisions.add_handler(m.on_revision, m.on_revision_update, m.on_revision)
         self._synced: asyncio.Task[None] | None = None
+        self._freeze = freeze_after_sync
 
     def start(self) -> None:
         """Start every informer, and a task that marks the model synced once they all listed."""
@@ -78,6 +83,10 @@ class ClusterSource:
     async def _mark_synced(self) -> None:
         await asyncio.gather(*(informer.wait_for_sync() for informer in self.informers))
         self.model.mark_synced()
+        if self._freeze:
+            # The caches are long-lived and acyclic: keep the cyclic collector off them, as the
+            # controller does (dsctl.app.collector).
+            freeze_caches()
         log.info("view.synced", nodes=len(self.nodes.store), pods=len(self.pods.store),
                  daemonsets=len(self.daemonsets.store))
 
