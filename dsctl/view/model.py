@@ -8,7 +8,7 @@ once, however many events touched them, and returns what changed. The server cal
 on a short period and pushes the result to every page (ADR 0127), so a burst of pod events
 costs one recomputation per cell and one message per period.
 
-The layout (DaemonSets in key order, nodes in natural name order, each node's zone) changes
+The layout (DaemonSets in key order, nodes in name order, each node's zone) changes
 only inside ``flush``, together with the cells of new rows and columns, so a snapshot is always
 complete for its layout. A change of layout is announced rather than sent cell by cell: the
 page fetches a new snapshot.
@@ -20,7 +20,6 @@ never await, so each sees the caches between two events.
 from __future__ import annotations
 
 import builtins
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -155,14 +154,6 @@ class _Labels(Mapping[str, Mapping[str, str]]):
 
     def __len__(self) -> int:
         return len(self._nodes.list())
-
-
-_DIGITS = re.compile(r"(\d+)")
-
-
-def natural_key(text: str) -> tuple[Any, ...]:
-    """Sort key putting ``node-2`` before ``node-10``."""
-    return tuple(int(part) if part.isdigit() else part for part in _DIGITS.split(text))
 
 
 def _zone(node: Obj) -> str:
@@ -505,7 +496,9 @@ class GridModel:
 
     def _relayout(self) -> None:
         nodes = self._nodes.list()
-        self._node_order = sorted((name(n) for n in nodes), key=natural_key)
+        # The rolling update's own order (nodes by name, see dsctl.daemonset.controls), so a
+        # rollout sweeps the grid from the first cell on and partition holds the last ones.
+        self._node_order = sorted(name(n) for n in nodes)
         self._node_index = {n: i for i, n in enumerate(self._node_order)}
         sigs = self._node_sigs
         self._node_sigs = {}
@@ -523,7 +516,7 @@ class GridModel:
 
     def snapshot(self) -> dict[str, Any]:
         """The whole grid at ``seq``/``layout``: what a page starts from (ADR 0127)."""
-        zones = sorted({sig[2] for sig in self._node_sigs.values()}, key=natural_key)
+        zones = sorted({sig[2] for sig in self._node_sigs.values()})
         zone_index = {z: i for i, z in enumerate(zones)}
         unknown = State.NOT_WANTED.value
         rows = [self._rows[k] for k in self._ds_order]

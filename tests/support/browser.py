@@ -64,11 +64,16 @@ def chromium(*, width: int = 1400, height: int = 900) -> Iterator[Any]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
-def requested_urls(driver: Any) -> list[str]:
-    """Every URL a request was sent for since the last call (the performance log is drained)."""
+def requested_urls(driver: Any, *, document: str = "") -> list[str]:
+    """Every URL requested since the last call (the performance log is drained) by documents whose
+    URL starts with ``document`` (all when empty). The filter leaves out Chromium's own pages
+    (its new-tab page at start-up), whose requests never reach the network with the flags above."""
     urls: list[str] = []
     for entry in driver.get_log("performance"):
         message = json.loads(entry["message"])["message"]
-        if message.get("method") == "Network.requestWillBeSent":
-            urls.append(str(message["params"]["request"]["url"]))
+        if message.get("method") != "Network.requestWillBeSent":
+            continue
+        params = message["params"]
+        if str(params.get("documentURL") or "").startswith(document):
+            urls.append(str(params["request"]["url"]))
     return urls
