@@ -28,6 +28,7 @@ lint: $(STAMP)
 test: lint
 	bash .ci/ensure-promtool
 	bash .ci/ensure-buildah
+	bash .ci/ensure-chromium
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -p no:cacheprovider -n 3 --dist worksteal
 
 # The controller image: docker build when a Docker engine answers, else buildah (daemonless);
