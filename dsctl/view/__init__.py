@@ -12,7 +12,8 @@
 - ``app``: ``running_view``, everything started in order; ``cli``: ``dsctl view``.
 
 Decisions: ADR 0125 (a local read-only page), 0126 (server-sent events), 0127 (model, snapshot
-and delta protocol), 0128 (canvas), 0129 (the plan overlay's schema), 0130 (browser tests).
+and delta protocol), 0128 (canvas), 0129 (the plan overlay's schema), 0130 (browser tests),
+0131 (what a cell shows, and who decides it).
 """
 
 from dsctl.view.cells import CODEC, READINESS_TAINT, Cell, Hold, Revision, State, cell_of, holds

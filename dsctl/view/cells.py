@@ -12,7 +12,7 @@ cannot disagree with what the controller does:
 
 A cell is four small axes (``State``, ``Revision``, ``Hold``, ``gated``) packed into one integer
 for the wire (``Cell.code``; the layout is ``CODEC``, sent to the page with every snapshot so
-the page never hard-codes it). See ADR 0127 for the protocol.
+the page never hard-codes it). ADR 0131 records these choices, ADR 0127 the protocol.
 
 ``Hold.UNHEALTHY`` (a node the rollout skips as unhealthy) has a code and a colour but no
 producer here: the controller's planner decides which nodes it skips, and ``holds`` takes its

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from dsctl.daemonset.controls import NO_CONTROLS, InvalidControl, RolloutControls, rollout_controls
+from dsctl.daemonset.controls import InvalidControl, RolloutControls, rollout_controls
 from dsctl.daemonset.eligibility import Eligibility, Fit, eligibility_signature
 from dsctl.daemonset.history import RevisionOverflow, plan_history
 from dsctl.daemonset.podsort import group_by_node
@@ -405,8 +405,10 @@ class GridModel:
         try:
             controls = rollout_controls(ds)
         except InvalidControl as exc:
-            controls = NO_CONTROLS
-            problems.append(f"rollout controls ignored: {exc}")
+            # The controller holds the whole rolling update until the control is fixed
+            # (dsctl.daemonset.syncplan): so does the grid.
+            controls = RolloutControls(paused=True)
+            problems.append(f"{exc}; the rolling update is held until it is fixed")
         try:
             strategy = update_strategy_type(ds)
         except InvalidRollout as exc:

@@ -83,6 +83,7 @@
     for (const row of view.cells) for (const code of row) view.counts[view.colorOf[code]]++;
     $('planToggle').hidden = !snap.plan;
     view.showPlan = !!snap.plan && $('showPlan').checked;
+    showLegends();
     view.stats.snapshots++;
     relayout();
   }
@@ -258,14 +259,40 @@
     return view.colorOf[view.cells[ds][node]];
   }
 
+  function waveColor(wave, maxWave) {
+    if (!wave) return COLORS.NOT_WANTED;
+    const t = maxWave > 1 ? (wave - 1) / (maxWave - 1) : 0;
+    return 'hsl(190, 70%, ' + Math.round(25 + 50 * t) + '%)';
+  }
+
   function planColor(ds, node) {
     const plan = view.snap.plan;
     const waves = plan.waves[ds];
-    const wave = waves ? waves[node] : 0;
-    if (!wave) return COLORS.NOT_WANTED;
-    const t = plan.maxWave > 1 ? (wave - 1) / (plan.maxWave - 1) : 0;
-    const light = Math.round(25 + 50 * t);
-    return 'hsl(190, 70%, ' + light + '%)';
+    return waveColor(waves ? waves[node] : 0, plan.maxWave);
+  }
+
+  // The plan's legend: a few waves from first to last, and the unplanned colour.
+  function showLegends() {
+    const plan = view.snap && view.snap.plan;
+    const ul = $('planLegend');
+    $('legend').hidden = view.showPlan;
+    ul.hidden = !view.showPlan;
+    if (!plan || !view.showPlan) return;
+    const items = [];
+    const steps = Math.min(plan.maxWave, 8);
+    for (let s = 0; s < steps; s++) {
+      const wave = steps === 1 ? 1 : Math.round(1 + s * (plan.maxWave - 1) / (steps - 1));
+      items.push([waveColor(wave, plan.maxWave), 'wave ' + wave]);
+    }
+    items.push([COLORS.NOT_WANTED, 'not in the plan']);
+    ul.replaceChildren(...items.map(([color, label]) => {
+      const li = document.createElement('li');
+      const swatch = document.createElement('span');
+      swatch.className = 'swatch';
+      swatch.style.background = color;
+      li.append(swatch, document.createTextNode(label));
+      return li;
+    }));
   }
 
   function drawAll() {
@@ -515,7 +542,10 @@
   async function showDetails(ds, node) {
     const key = view.snap.daemonsets[ds].key, nodeName = view.snap.nodes[node];
     const body = $('detailsBody');
-    $('details').hidden = false;
+    if ($('details').hidden) {
+      $('details').hidden = false;
+      relayout(); // the grid is narrower beside the panel
+    }
     body.replaceChildren(el('h2', nodeName + ' · ' + key), el('p', 'loading…'));
     let d;
     try {
@@ -578,14 +608,16 @@
     view.byZone = $('byZone').checked;
     $('byZone').addEventListener('change', () => { view.byZone = $('byZone').checked; relayout(); });
     $('showPlan').checked = params.get('plan') === 'waves';
-    $('showPlan').addEventListener('change', () => { view.showPlan = $('showPlan').checked; view.fullDraw = true; requestFrame(); });
+    $('showPlan').addEventListener('change', () => {
+      view.showPlan = !!(view.snap && view.snap.plan) && $('showPlan').checked;
+      showLegends();
+      view.fullDraw = true;
+      requestFrame();
+    });
     $('closeDetails').addEventListener('click', () => { $('details').hidden = true; relayout(); });
     canvas.addEventListener('click', (e) => {
       const h = hit(e);
-      if (!h) return;
-      const wasHidden = $('details').hidden;
-      showDetails(h.ds, h.node);
-      if (wasHidden) relayout();
+      if (h) showDetails(h.ds, h.node);
     });
     const tip = $('tip');
     canvas.addEventListener('mousemove', (e) => {

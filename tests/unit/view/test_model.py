@@ -209,12 +209,14 @@ def test_partition_hold_moves_as_pods_update(cluster: Cluster) -> None:
     assert [cluster.cell(f"node-{i}").hold for i in range(3)] == [Hold.NONE, Hold.NONE, Hold.PARTITION]
 
 
-def test_invalid_control_is_a_header_problem(cluster: Cluster) -> None:
-    """An unreadable control is reported in the header, and holds nothing."""
+def test_invalid_control_holds_the_rollout(cluster: Cluster) -> None:
+    """An unreadable control holds every old pod, as the controller does, and the header says why."""
+    cluster.put_pod(make_pod("node-0", hash="old", ready=True))
     cluster.put_ds(make_ds(annotations={"dsctl.io/partition": "lots"}))
     cluster.model.flush()
     header = cluster.model.snapshot()["daemonsets"][0]["header"]
     assert header["problems"] and "dsctl.io/partition" in header["problems"][0]
+    assert cluster.cell("node-0").hold is Hold.PAUSED
 
 
 def test_readiness_gate(cluster: Cluster) -> None:
