@@ -7,6 +7,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 SIM_ARGS ?=
 DOCS_ADDRESS ?= 127.0.0.1:8000
+# mkdocs-material prints a banner about its successor on every build; the build itself is what we check.
+export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: sim test unit lint docs docs-gen docs-check setup clean image
 
