@@ -13,7 +13,10 @@ definitions the program itself uses, so the page cannot drift from them:
 
 ``--check`` writes nothing and exits 1 naming every page that differs from what the code
 gives; the unit suite runs the same comparison. To add a page, write a function returning
-its Markdown (``table`` renders the usual one) and add one ``Page`` line to ``PAGES``.
+its Markdown (``table`` renders the usual one) and add one ``Page`` line to ``PAGES`` and
+one line to the ``nav`` of ``mkdocs.yml``. A page of events and conditions, say, is a function
+that returns ``_banner(...)``, a title and ``table(("reason", "type", "when"), rows)`` over the
+controller's table of them, and ``Page("reference/events.md", events_page)``.
 """
 
 from __future__ import annotations
