@@ -77,8 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo.add_arguments(sim)
     from dsctl.rollout import cli as rollout_cli
+    from dsctl.rollout import setimage
 
     rollout_cli.register(commands)
+    setimage.register(commands)
     sim_commands = sim.add_subparsers(dest="sim_command", metavar="SUBCOMMAND")
     for name, summary in SIM_SUBCOMMANDS.items():
         sim_commands.add_parser(name, help=f"{summary} (options: dsctl sim {name} --help)", add_help=False)
