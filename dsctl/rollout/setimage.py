@@ -136,9 +136,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "'*' names every container. Example: dsctl set image dds/agent agent=registry.example/agent:2",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter, allow_abbrev=False,
     )
-    p.add_argument("words", nargs="+", metavar="DAEMONSET CONTAINER=IMAGE",
-                   help="ds/NAME (apps/v1), dds/NAME (dsctl.io/v1), TYPE NAME or NAME, then one or more "
-                   "CONTAINER=IMAGE")
+    p.add_argument("daemonset", metavar="DAEMONSET",
+                   help="ds/NAME (apps/v1), dds/NAME (dsctl.io/v1), TYPE NAME, or NAME")
+    p.add_argument("images", nargs="*", metavar="CONTAINER=IMAGE", help="one or more; '*' names every container")
     p.add_argument("-n", "--namespace", default="", help="namespace (default: the context's, else 'default')")
     p.add_argument("--kubeconfig", default="", help="path to a kubeconfig (default: $KUBECONFIG, ~/.kube/config)")
     p.add_argument("--context", default="", help="kubeconfig context (default: the current one)")
@@ -150,7 +150,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 def _main(args: argparse.Namespace) -> int:
     namespace = args.namespace or _context_namespace(args.kubeconfig, args.context) or "default"
     try:
-        daemonset, pairs = split_arguments(args.words)
+        daemonset, pairs = split_arguments([args.daemonset, *args.images])
         images = parse_images(pairs)
         target = parse_target(daemonset, namespace=namespace, resource=args.resource)
     except (ImageError, TargetError) as exc:
