@@ -122,13 +122,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = getattr(args, "handler", None)
     if args.command == "run":
         from dsctl.app import config, http, runner
+        from dsctl.kube import errors
+        from dsctl.kube.config import check_config
 
         try:
             settings = config.settings_from_args(args, argv)
-            # Before any network call: a bad or busy address is reported first and alone.
-            http.check_bindable({"--metrics-bind-address": settings.metrics_bind_address,
-                                 "--health-probe-bind-address": settings.health_probe_bind_address})
-        except (config.ConfigError, http.BindError) as exc:
+            addresses = {"--metrics-bind-address": settings.metrics_bind_address,
+                         "--health-probe-bind-address": settings.health_probe_bind_address}
+            # Before any network call, in the order a user fixes them: flag values, then the
+            # kubeconfig, then ports that another process may hold.
+            http.check_addresses(addresses)
+            check_config(kubeconfig=settings.kubeconfig or None, context=settings.context or None)
+            http.check_bindable(addresses)
+        except (config.ConfigError, http.BindError, errors.ConfigError) as exc:
             print(f"dsctl run: {exc}", file=sys.stderr)
             return 2
         return runner.main(settings)
