@@ -154,14 +154,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from dsctl.kube.config import check_config
 
         try:
+            # Before any network call, in the order a user fixes them: flag values (the bind
+            # addresses' syntax included), then the kubeconfig, then ports another process may hold.
             settings = config.settings_from_args(args, argv)
-            addresses = {"--metrics-bind-address": settings.metrics_bind_address,
-                         "--health-probe-bind-address": settings.health_probe_bind_address}
-            # Before any network call, in the order a user fixes them: flag values, then the
-            # kubeconfig, then ports that another process may hold.
-            http.check_addresses(addresses)
             check_config(kubeconfig=settings.kubeconfig or None, context=settings.context or None)
-            http.check_bindable(addresses)
+            http.check_bindable({"--metrics-bind-address": settings.metrics_bind_address,
+                                 "--health-probe-bind-address": settings.health_probe_bind_address})
         except (config.ConfigError, http.BindError, errors.ConfigError) as exc:
             print(f"dsctl run: {exc}", file=sys.stderr)
             return 2

@@ -33,8 +33,7 @@ from prometheus_client import (
 from dsctl.app.health import HealthChecks
 from dsctl.kube.errors import ConfigError
 
-__all__ = ["BindError", "HttpEndpoints", "bind_sockets", "build_registry", "check_addresses", "check_bindable",
-           "parse_bind_address"]
+__all__ = ["BindError", "HttpEndpoints", "bind_sockets", "build_registry", "check_bindable", "parse_bind_address"]
 
 log = structlog.get_logger(__name__)
 
@@ -144,15 +143,6 @@ def _bind_error(flag: str, text: str, exc: OSError) -> BindError:
     else:
         hint = f"check the address given with {flag}"
     return BindError(f"{flag} {text!r}: cannot listen: {' '.join(reason.split())}; {hint}")
-
-
-def check_addresses(addresses: dict[str, str]) -> None:
-    """Parse each ``{flag: address}`` without binding; raises ``BindError`` for the first malformed one."""
-    for flag, text in addresses.items():
-        try:
-            parse_bind_address(text)
-        except ValueError as exc:
-            raise BindError(f"{flag}: {exc}") from None
 
 
 def check_bindable(addresses: dict[str, str]) -> None:
