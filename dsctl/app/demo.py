@@ -332,7 +332,8 @@ async def _run_in(workdir: Path, args: argparse.Namespace, *, mode: str) -> int:
 
             try:
                 view = await views.enter_async_context(running_view(
-                    resource=DAEMONSETS, kubeconfig=str(kubeconfig), port=args.view_port))
+                    resource=crd_daemonsets() if mode == RESOURCE_CRD else DAEMONSETS, kubeconfig=str(kubeconfig),
+                    port=args.view_port))
                 print(f"view:              {view.url}  (live, read-only)")
             except OSError as exc:  # a busy --view-port: the demo goes on without the page
                 print(f"view:              not started: port {args.view_port}: {exc.strerror or exc}")
