@@ -35,7 +35,7 @@
 
   // --- model ---------------------------------------------------------------------------------
   const view = {
-    snap: null, seq: -1, layout: -1, cells: [], codec: null, colorOf: null, counts: null,
+    snap: null, seq: -1, layout: -1, cells: [], codec: null, colorOf: null, gatedState: -1, counts: null,
     byZone: false, showPlan: false, geo: null, dirty: new Set(), dirtyHeaders: new Set(), fullDraw: false,
     loading: false, reloadAgain: false, buffered: [], frameRequested: false,
     stats: { snapshots: 0, deltas: 0, cellsApplied: 0, applyMs: 0, drawMs: 0, lastSnapshotBytes: 0,
@@ -78,6 +78,7 @@
     view.layout = snap.layout;
     view.codec = snap.codec;
     view.colorOf = buildColorTable(snap.codec);
+    view.gatedState = snap.codec.state.names.indexOf('GATED');
     view.cells = snap.cells.map((row) => Uint16Array.from(row));
     view.counts = new Uint32Array(PALETTE.length);
     for (const row of view.cells) for (const code of row) view.counts[view.colorOf[code]]++;
@@ -335,7 +336,7 @@
       for (const b of g.blocks) {
         const row = view.cells[b.ds];
         b.nodes.forEach((node, k) => {
-          if (!field(row[node], 'gated') || field(row[node], 'state') === 1) return;
+          if (!field(row[node], 'gated') || field(row[node], 'state') === view.gatedState) return;
           const [x, y] = cellXY(b, k);
           ctx.fillRect(x, y, g.size, 2);
         });
@@ -358,7 +359,7 @@
       const c = view.colorOf[code];
       if (c !== last) { ctx.fillStyle = PALETTE[c]; last = c; }
       ctx.fillRect(x, y, g.size, g.size);
-      if (g.size >= 7 && field(code, 'gated') && field(code, 'state') !== 1) {
+      if (g.size >= 7 && field(code, 'gated') && field(code, 'state') !== view.gatedState) {
         ctx.fillStyle = GATE_MARK;
         ctx.fillRect(x, y, g.size, 2);
         last = -1;
