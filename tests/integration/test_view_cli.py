@@ -16,11 +16,10 @@ from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, crd_daemonsets
 from dsctl.view.cells import Cell, State
 from tests.support.builders import daemonset
+from tests.support.crdfiles import CRD_FILE
 from tests.support.poll import eventually
 from tests.support.simproc import SimProcess
 from tests.support.viewproc import ViewProcess
-
-CRD_FILE = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "daemonsets.dsctl.io.yaml"
 
 pytestmark = pytest.mark.parametrize("sim", [{"nodes": 3}], indirect=True)
 
