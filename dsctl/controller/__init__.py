@@ -8,5 +8,5 @@ pool that maps every sync outcome to a queue action and a metric (``workers``).
 It also owns the runtime state that the executor's writes change and the handlers observe:
 ``expectations`` (creates and deletes not yet seen in the cache), ``inplacewait`` (in-place
 patches not yet seen) and ``backoff`` (per-node failed-pod backoff, read by the planners
-through ``dsctl.daemonset.backoff.BackoffView``).
+through ``dsctl.daemonset.backoffview.BackoffView``).
 """

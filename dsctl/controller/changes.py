@@ -1,6 +1,6 @@
 """Which nodes changed for which DaemonSet since its last plan: the input of incremental planning.
 
-The handlers note every change a plan could depend on (``dsctl.daemonset.nodeplan`` says which):
+The handlers note every change a plan could depend on (``dsctl.daemonset.nodetable`` says which):
 
 - a node joined, left, or changed its labels or taints: that node, for every DaemonSet;
 - a pod of a DaemonSet (or an orphan it may adopt) appeared, changed in a way a planner

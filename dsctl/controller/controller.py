@@ -26,7 +26,7 @@ from dsctl.workqueue import RateLimitingQueue, default_controller_rate_limiter
 from dsctl_api.objects import deletion_timestamp
 from dsctl_api.objects import uid as object_uid
 
-from .backoff import FailedPodBackoff
+from .backoffstate import FailedPodBackoff
 from .cacheview import BY_TARGET_NODE, ORPHANS_BY_NAMESPACE, CacheView, by_target_node, orphans_by_namespace
 from .changes import ChangeLog
 from .executor import SyncExecutor

@@ -28,7 +28,7 @@ from typing import Any
 import structlog
 
 from dsctl.daemonset import history as hist
-from dsctl.daemonset.plan import soonest
+from dsctl.daemonset.podplan import soonest
 from dsctl.daemonset.syncplan import OwnershipWrite, SyncPlan
 from dsctl.kube import errors
 from dsctl.kube.resources import CONTROLLER_REVISIONS, PODS, Resource
@@ -38,7 +38,7 @@ from dsctl_api.objects import name as name_of
 from dsctl_api.objects import status as status_of
 
 from .apiclient import SyncClient
-from .backoff import FailedPodBackoff
+from .backoffstate import FailedPodBackoff
 from .inplace import patch_in_place
 from .inplacewait import PendingPatches
 from .outcome import Done, Outcome, Retry, Terminal

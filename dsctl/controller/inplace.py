@@ -17,7 +17,7 @@ from typing import Any
 import structlog
 
 from dsctl.daemonset.inplace import in_place_patch
-from dsctl.daemonset.plan import PodUpdate
+from dsctl.daemonset.podplan import PodUpdate
 from dsctl.kube import errors
 from dsctl.kube.resources import PODS
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from dsctl.daemonset.plan import Plan, soonest
+from dsctl.daemonset.podplan import Plan, soonest
 
 __all__ = ["RECHECK_SECONDS", "JoinOrder"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from dsctl.daemonset.plan import STATUS_FIELDS, Status
+from dsctl.daemonset.status import STATUS_FIELDS, Status
 
 __all__ = ["PlanMetrics", "StatusMetrics", "WriteErrorMetrics"]
 

@@ -1,7 +1,7 @@
 """The pod stage of a sync: slow-start creates, parallel deletes, their events and expectations.
 
 ``SyncExecutor`` (``executor``) calls it with the pod part of a ``SyncPlan``. Contract with
-the planners (see ``dsctl.daemonset.plan``): a plan is executed at most once, creates before
+the planners (see ``dsctl.daemonset.podplan``): a plan is executed at most once, creates before
 deletes, and at most ``burst`` of each per sync; the rest waits for the next sync, which
 will plan them again from a fresher cache.
 
@@ -20,7 +20,7 @@ from typing import Any
 import structlog
 
 from dsctl.daemonset.manage import cap_burst, slow_start_batches
-from dsctl.daemonset.plan import Plan, PodRef
+from dsctl.daemonset.podplan import Plan, PodRef
 from dsctl.daemonset.template import pod_factory
 from dsctl.kube import errors
 from dsctl.kube.encoded import JsonTemplate

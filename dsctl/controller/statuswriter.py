@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from dsctl.daemonset.conditions import INVALID, REPLICA_FAILURE, set_condition, without_condition
-from dsctl.daemonset.plan import soonest
+from dsctl.daemonset.podplan import soonest
 from dsctl.daemonset.status import availability_requeue, status_changed, status_with
 from dsctl.daemonset.syncplan import ConditionWrite, StatusPlan
 from dsctl.informer import object_key

@@ -34,8 +34,8 @@ from typing import Any
 import structlog
 
 from dsctl.daemonset.eligibility import Eligibility, Fit
-from dsctl.daemonset.nodeplan import NodeTable
-from dsctl.daemonset.plan import soonest
+from dsctl.daemonset.nodetable import NodeTable
+from dsctl.daemonset.podplan import soonest
 from dsctl.daemonset.syncplan import SyncPlan, SyncSnapshot, plan_sync
 from dsctl.informer import ReadOnlyStore
 from dsctl.kube.resources import Resource
@@ -44,7 +44,7 @@ from dsctl_api.objects import name as name_of
 from dsctl_api.objects import resource_version
 from dsctl_api.objects import uid as uid_of
 
-from .backoff import FailedPodBackoff
+from .backoffstate import FailedPodBackoff
 from .cacheview import CacheView
 from .changes import ChangeLog
 from .executor import STATUS_REFRESH_SECONDS, SyncExecutor, SyncReport

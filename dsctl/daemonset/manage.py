@@ -28,9 +28,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from dsctl.daemonset.access import bound_node, min_ready_seconds, phase, update_strategy
-from dsctl.daemonset.backoff import BackoffView, backoff_key
+from dsctl.daemonset.backoffview import BackoffView, backoff_key
 from dsctl.daemonset.eligibility import Fit, verdicts
-from dsctl.daemonset.plan import Event, Plan, PodRef, merge_plans, soonest
+from dsctl.daemonset.podplan import Event, Plan, PodRef, merge_plans, soonest
 from dsctl.daemonset.podsort import sort_pods
 from dsctl.daemonset.template import HASH_LABEL
 from dsctl_api.intstr import IntStrError, scaled_value
@@ -232,7 +232,7 @@ def manage_node(
     """The manage plan for one node (``fit`` None: a node the cache does not know).
 
     ``pods`` are the DaemonSet's claimed pods targeting the node. ``plan_manage`` is this,
-    node by node; ``dsctl.daemonset.nodeplan`` calls it only for the nodes that changed.
+    node by node; ``dsctl.daemonset.nodetable`` calls it only for the nodes that changed.
     """
     if fit is not None and len(pods) == 1 and fit.should_continue_running:
         # The steady state: one live pod on a node that may keep it. Nothing to do.

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dsctl.daemonset.conditions import without_condition
-from dsctl.daemonset.plan import Status
+from dsctl.daemonset.status import Status
 from dsctl_api.objects import as_list, as_map, text
 from dsctl_api.timefmt import format_rfc3339, parse_rfc3339
 

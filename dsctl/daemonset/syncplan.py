@@ -19,7 +19,7 @@ it out in the same order, stopping at the first failed stage.
 
 Planning is incremental: a snapshot names the nodes that changed since the previous plan
 (``SyncSnapshot.changed``) and carries that plan's ``NodeTable``; only those nodes, the
-volatile ones and the nodes of adoptable orphans are re-planned (``nodeplan``). Without
+volatile ones and the nodes of adoptable orphans are re-planned (``nodetable``). Without
 them, or when the basis changed, every node is planned, and the result is the same.
 """
 
@@ -31,17 +31,17 @@ from typing import Any, Literal, Protocol
 
 from dsctl.daemonset import history as hist
 from dsctl.daemonset.access import min_ready_seconds, phase
-from dsctl.daemonset.backoff import BackoffView
+from dsctl.daemonset.backoffview import BackoffView
 from dsctl.daemonset.conditions import INVALID, REPLICA_FAILURE
 from dsctl.daemonset.controls import InvalidControl, RolloutControls, rollout_controls
 from dsctl.daemonset.eligibility import Fit
 from dsctl.daemonset.inplace import templates_by_hash
 from dsctl.daemonset.manage import allows_surge
-from dsctl.daemonset.nodeplan import Basis, NodeOutcome, NodeTable, plan_node
+from dsctl.daemonset.nodetable import Basis, NodeOutcome, NodeTable, plan_node
 from dsctl.daemonset.ownership import adopt_patch, claim, release_patch
-from dsctl.daemonset.plan import Event, Plan, Status, merge_plans, soonest
+from dsctl.daemonset.podplan import Event, Plan, merge_plans, soonest
 from dsctl.daemonset.speclimits import burst_replicas, effective_burst
-from dsctl.daemonset.status import availability_requeue
+from dsctl.daemonset.status import Status, availability_requeue
 from dsctl.daemonset.template import target_node, template_generation
 from dsctl.daemonset.update import InvalidRollout, plan_rolling_update
 from dsctl.daemonset.validation import validate_daemonset

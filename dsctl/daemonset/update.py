@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 from dsctl.daemonset.access import min_ready_seconds, template, update_strategy
 from dsctl.daemonset.controls import NO_CONTROLS, RolloutControls, frozen_nodes
 from dsctl.daemonset.inplace import in_place_pending, plan_pod_update
-from dsctl.daemonset.plan import ImageChange, Plan, PodRef, PodUpdate, soonest
+from dsctl.daemonset.podplan import ImageChange, Plan, PodRef, PodUpdate, soonest
 from dsctl.daemonset.template import is_pod_updated, template_generation
 from dsctl_api.intstr import IntStrError, scaled_value
 from dsctl_api.objects import as_map, deletion_timestamp, uid
@@ -218,7 +218,7 @@ def plan_rolling_update(
     ``controls.selector``. ``old_templates`` (revision hash to stored template, see
     ``inplace.templates_by_hash``) is read only for ``controls.in_place``. ``has_old`` False
     tells that no live pod is of another revision (a caller that keeps count, see
-    ``nodeplan.NodeTable.old``); then only the strategy is checked. Raises ``InvalidRollout``
+    ``nodetable.NodeTable.old``); then only the strategy is checked. Raises ``InvalidRollout``
     for a malformed strategy.
     """
     if update_strategy_type(ds) != _ROLLING or controls.paused:

@@ -11,7 +11,7 @@ from typing import Any, cast
 import pytest
 from prometheus_client import CollectorRegistry
 
-from dsctl.controller.backoff import FailedPodBackoff
+from dsctl.controller.backoffstate import FailedPodBackoff
 from dsctl.controller.executor import SyncExecutor
 from dsctl.controller.expectations import Expectations
 from dsctl.controller.inplacewait import PendingPatches
@@ -28,7 +28,7 @@ from dsctl.daemonset.syncplan import SyncPlan, SyncSnapshot, plan_sync
 from dsctl.kube import errors
 from dsctl.kube.resources import CONTROLLER_REVISIONS, DAEMONSETS, PODS
 from tests.unit.daemonset.objects import DS_UID, T0, make_ds, make_node, make_pod
-from tests.unit.daemonset.test_nodeplan_property import DictView
+from tests.unit.daemonset.test_nodetable_property import DictView
 
 from .fakeclient import FakeClient
 from .test_podwrites import RecordingRecorder

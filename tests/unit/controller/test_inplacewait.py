@@ -9,7 +9,7 @@ from dsctl.controller.inplace import patch_in_place
 from dsctl.controller.inplacewait import UNKNOWN_OUTCOME_TTL, PendingPatches
 from dsctl.controller.podwrites import PodWriter
 from dsctl.controller.recorder import EventRecorder
-from dsctl.daemonset.plan import ImageChange, PodRef, PodUpdate
+from dsctl.daemonset.podplan import ImageChange, PodRef, PodUpdate
 from dsctl.kube import errors
 from dsctl.kube.resources import PODS
 from tests.unit.daemonset.objects import make_ds, make_pod

@@ -109,7 +109,7 @@ def test_join_of_equal_priorities_records_nothing() -> None:
 def test_hold_back_drops_deferred_creates_and_requeues() -> None:
     """Creates on a node waiting for a higher priority leave the plan, which comes back soon."""
     from dsctl.controller.joinorder import RECHECK_SECONDS
-    from dsctl.daemonset.plan import Plan
+    from dsctl.daemonset.podplan import Plan
 
     order = JoinOrder()
     order.node_wanted("n1", [("cni", 100), ("logs", 0)], now=0.0)

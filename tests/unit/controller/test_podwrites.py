@@ -16,7 +16,7 @@ import pytest
 from dsctl.controller.expectations import Expectations
 from dsctl.controller.podwrites import SPLICE_FROM, PodWriter
 from dsctl.controller.recorder import EventRecorder
-from dsctl.daemonset.plan import Event, Plan, PodRef
+from dsctl.daemonset.podplan import Event, Plan, PodRef
 from dsctl.daemonset.template import new_pod, pod_factory, target_node
 from dsctl.kube import errors
 from dsctl.kube.encoded import JsonTemplate

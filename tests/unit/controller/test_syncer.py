@@ -10,7 +10,7 @@ from typing import Any, cast
 
 from prometheus_client import CollectorRegistry
 
-from dsctl.controller.backoff import FailedPodBackoff
+from dsctl.controller.backoffstate import FailedPodBackoff
 from dsctl.controller.cacheview import (
     BY_TARGET_NODE,
     ORPHANS_BY_NAMESPACE,

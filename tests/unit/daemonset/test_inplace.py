@@ -17,8 +17,8 @@ from dsctl.daemonset.inplace import (
     plan_pod_update,
     templates_by_hash,
 )
-from dsctl.daemonset.plan import ImageChange, PodRef, PodUpdate
 from dsctl.daemonset.podchange import same_for_planning
+from dsctl.daemonset.podplan import ImageChange, PodRef, PodUpdate
 from dsctl.daemonset.status import compute_status
 from dsctl.daemonset.template import HASH_LABEL
 from dsctl.daemonset.update import plan_rolling_update

@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 
 from dsctl.daemonset.controls import InvalidControl
-from dsctl.daemonset.plan import Status
 from dsctl.daemonset.progress import (
     FOUND_NEW_REVISION,
     NEW_REVISION_AVAILABLE,
@@ -21,6 +20,7 @@ from dsctl.daemonset.progress import (
     with_progress,
 )
 from dsctl.daemonset.speclimits import burst_replicas, effective_burst, progress_deadline_seconds
+from dsctl.daemonset.status import Status
 from dsctl_api.timefmt import format_rfc3339
 
 T0 = 1_800_000_000.0

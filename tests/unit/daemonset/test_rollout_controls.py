@@ -13,7 +13,7 @@ from dsctl.daemonset.controls import (
     frozen_nodes,
     rollout_controls,
 )
-from dsctl.daemonset.plan import Plan
+from dsctl.daemonset.podplan import Plan
 from dsctl.daemonset.update import plan_rolling_update
 from dsctl_api.labels import parse_selector
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from dsctl.controller.backoff import FailedPodBackoff
+from dsctl.controller.backoffstate import FailedPodBackoff
 from dsctl.daemonset import history as hist
 from dsctl.daemonset.conditions import INVALID, REPLICA_FAILURE
 from dsctl.daemonset.eligibility import Eligibility
@@ -14,7 +14,7 @@ from dsctl.daemonset.speclimits import BURST_ANNOTATION
 from dsctl.daemonset.syncplan import SyncPlan, SyncSnapshot, plan_sync
 from dsctl.daemonset.template import HASH_LABEL
 from tests.unit.daemonset.objects import DS_UID, T0, make_ds, make_node, make_pod
-from tests.unit.daemonset.test_nodeplan_property import DictView
+from tests.unit.daemonset.test_nodetable_property import DictView
 
 
 def _owned(obj: dict[str, Any]) -> dict[str, Any]:

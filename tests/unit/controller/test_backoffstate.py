@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dsctl.controller.backoff import FailedPodBackoff
+from dsctl.controller.backoffstate import FailedPodBackoff
 
 KEY = "uid/1/node-0"
 

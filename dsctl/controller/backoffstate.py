@@ -1,6 +1,6 @@
 """Per-node backoff for replacing failed daemon pods: the mutable state behind ``BackoffView``.
 
-Each key (``dsctl.daemonset.backoff.backoff_key``: DaemonSet UID, observed generation,
+Each key (``dsctl.daemonset.backoffview.backoff_key``: DaemonSet UID, observed generation,
 node) gets a delay that starts at ``initial`` and doubles on every replacement up to
 ``maximum``. While a node is inside its delay its failed pod is left alone and the DaemonSet
 is requeued for when the delay ends. An entry untouched for twice ``maximum`` is forgotten,
