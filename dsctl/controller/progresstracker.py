@@ -12,9 +12,13 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from dsctl.daemonset.controls import InvalidControl, rollout_controls
+from dsctl.daemonset.extensions import (
+    DEFAULT_PROGRESS_DEADLINE_SECONDS,
+    InvalidControl,
+    progress_deadline_seconds,
+    rollout_controls,
+)
 from dsctl.daemonset.progress import plan_progress, progressing_condition, with_progress
-from dsctl.daemonset.speclimits import DEFAULT_PROGRESS_DEADLINE_SECONDS, progress_deadline_seconds
 from dsctl.daemonset.status import Status
 from dsctl_api.objects import name, namespace
 

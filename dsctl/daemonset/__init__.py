@@ -35,7 +35,8 @@ Public surface of the modules owned here (the rolling update and history planner
 - ``manage``: ``plan_manage``, ``manage_node``, ``slow_start_batches``, ``cap_burst``, ``BURST_REPLICAS``.
 - ``status``: ``compute_status``, ``status_changed``, ``status_with``, ``availability_requeue``.
 - ``validation``: ``validate_daemonset``; ``conditions``: ``set_condition``, ``without_condition``.
-- ``controls``: ``rollout_controls`` (partition, paused, selector, rollingUpdateType).
+- ``extensions``: ``EXTENSION_FIELDS`` (every field beyond apps/v1, with its annotation), ``rollout_controls``
+  (partition, paused, selector, rollingUpdateType), ``progress_deadline_seconds``, ``effective_burst``.
 - ``inplace``: ``image_only_changes``, ``plan_pod_update``, ``in_place_patch``, ``in_place_pending``.
 """
 

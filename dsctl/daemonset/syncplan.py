@@ -33,14 +33,19 @@ from dsctl.daemonset import history as hist
 from dsctl.daemonset.access import min_ready_seconds, phase
 from dsctl.daemonset.backoffview import BackoffView
 from dsctl.daemonset.conditions import INVALID, REPLICA_FAILURE
-from dsctl.daemonset.controls import InvalidControl, RolloutControls, rollout_controls
 from dsctl.daemonset.eligibility import Fit
+from dsctl.daemonset.extensions import (
+    InvalidControl,
+    RolloutControls,
+    burst_replicas,
+    effective_burst,
+    rollout_controls,
+)
 from dsctl.daemonset.inplace import templates_by_hash
 from dsctl.daemonset.manage import allows_surge
 from dsctl.daemonset.nodetable import Basis, NodeOutcome, NodeTable, plan_node
 from dsctl.daemonset.ownership import adopt_patch, claim, release_patch
 from dsctl.daemonset.podplan import Event, Plan, merge_plans, soonest
-from dsctl.daemonset.speclimits import burst_replicas, effective_burst
 from dsctl.daemonset.status import Status, availability_requeue
 from dsctl.daemonset.template import target_node, template_generation
 from dsctl.daemonset.update import InvalidRollout, plan_rolling_update

@@ -13,7 +13,7 @@ surge path is taken and ``maxUnavailable`` plays no part in it.
 Nodes are visited in name order (upstream uses Go's random map order), so plans are
 deterministic and table tests can pin exact pods.
 
-The rollout controls of ``controls`` (``partition``, ``paused``, a node ``selector``) freeze
+The rollout controls of ``extensions`` (``partition``, ``paused``, a node ``selector``) freeze
 some old pods: a frozen node is never updated, but its availability still counts against
 ``maxUnavailable``, so holding pods back can only make a pass more careful.
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from dsctl.daemonset.access import min_ready_seconds, template, update_strategy
-from dsctl.daemonset.controls import NO_CONTROLS, RolloutControls, frozen_nodes
+from dsctl.daemonset.extensions import NO_CONTROLS, RolloutControls, frozen_nodes
 from dsctl.daemonset.inplace import in_place_pending, plan_pod_update
 from dsctl.daemonset.podplan import ImageChange, Plan, PodRef, PodUpdate, soonest
 from dsctl.daemonset.template import is_pod_updated, template_generation
@@ -269,7 +269,7 @@ def _in_place(
 def _frozen(
     nodes: list[tuple[str, NodePods]], controls: RolloutControls, node_labels: Mapping[str, Mapping[str, str]]
 ) -> frozenset[str]:
-    """The nodes whose old pod this pass must leave alone (see ``dsctl.daemonset.controls``)."""
+    """The nodes whose old pod this pass must leave alone (see ``dsctl.daemonset.extensions``)."""
     if not controls.holds_back:
         return frozenset()
     old_only = [name for name, found in nodes if found.ok and found.old is not None and found.new is None]

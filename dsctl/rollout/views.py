@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import yaml
 
-from dsctl.daemonset.controls import ANNOTATION_PREFIX, InvalidControl, rollout_controls
+from dsctl.daemonset.extensions import ANNOTATION_PREFIX, InvalidControl, rollout_controls
 from dsctl.rollout.target import Target
 from dsctl_api.objects import annotations_of, as_int, as_list, as_map, meta, spec, uid
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dsctl.daemonset.controls import IN_PLACE_IF_POSSIBLE, InvalidControl, RolloutControls, rollout_controls
+from dsctl.daemonset.extensions import IN_PLACE_IF_POSSIBLE, InvalidControl, RolloutControls, rollout_controls
 from dsctl.daemonset.inplace import (
     IN_PLACE_ANNOTATION,
     image_only_changes,

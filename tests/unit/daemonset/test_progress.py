@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from dsctl.daemonset.controls import InvalidControl
+from dsctl.daemonset.extensions import InvalidControl, burst_replicas, effective_burst, progress_deadline_seconds
 from dsctl.daemonset.progress import (
     FOUND_NEW_REVISION,
     NEW_REVISION_AVAILABLE,
@@ -19,7 +19,6 @@ from dsctl.daemonset.progress import (
     progressing_condition,
     with_progress,
 )
-from dsctl.daemonset.speclimits import burst_replicas, effective_burst, progress_deadline_seconds
 from dsctl.daemonset.status import Status
 from dsctl_api.timefmt import format_rfc3339
 

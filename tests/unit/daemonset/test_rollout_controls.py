@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from dsctl.daemonset.controls import (
+from dsctl.daemonset.extensions import (
     NO_CONTROLS,
     InvalidControl,
     RolloutControls,

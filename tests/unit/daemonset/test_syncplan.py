@@ -10,7 +10,7 @@ from dsctl.controller.backoffstate import FailedPodBackoff
 from dsctl.daemonset import history as hist
 from dsctl.daemonset.conditions import INVALID, REPLICA_FAILURE
 from dsctl.daemonset.eligibility import Eligibility
-from dsctl.daemonset.speclimits import BURST_ANNOTATION
+from dsctl.daemonset.extensions import BURST_REPLICAS_FIELD
 from dsctl.daemonset.syncplan import SyncPlan, SyncSnapshot, plan_sync
 from dsctl.daemonset.template import HASH_LABEL
 from tests.unit.daemonset.objects import DS_UID, T0, make_ds, make_node, make_pod
@@ -129,7 +129,7 @@ def test_the_rolling_update_runs_only_when_manage_writes_nothing() -> None:
 
 def test_an_unreadable_burst_is_reported_and_the_global_burst_applies() -> None:
     """A bad burst-replicas annotation: an InvalidRolloutControl warning, and --burst-replicas."""
-    ds = make_ds(annotations={BURST_ANNOTATION: "lots"})
+    ds = make_ds(annotations={BURST_REPLICAS_FIELD.annotation: "lots"})
     view, _ = _world(ds)
     plan = _plan(ds, view)
     assert "InvalidRolloutControl" in _reasons(plan) and plan.burst == 250
