@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry
 
@@ -30,25 +30,66 @@ from .backoffstate import FailedPodBackoff
 from .cacheview import BY_TARGET_NODE, ORPHANS_BY_NAMESPACE, CacheView, by_target_node, orphans_by_namespace
 from .changes import ChangeLog
 from .executor import SyncExecutor
-from .expectations import Expectations
+from .expectations import Expectations, PendingPatches
 from .handlers import Handlers
-from .inplacewait import PendingPatches
 from .joinorder import JoinOrder
 from .metrics import PlanMetrics, StatusMetrics, WriteErrorMetrics
 from .outcome import Outcome
 from .podwrites import PodWriter
-from .progresstracker import ProgressTracker
 from .recorder import EventRecorder
-from .settings import ControllerSettings
-from .statuswriter import StatusWriter
+from .statuswriter import ProgressTracker, StatusWriter
 from .syncer import Syncer, SyncerState
 from .workers import WorkerPool
 from .writes import WriteSignals
 
-__all__ = ["DaemonSetController"]
+__all__ = ["ControllerSettings", "DaemonSetController"]
 
 DAEMONSET_RESYNC_SECONDS = 600.0
 Obj = Mapping[str, Any]
+
+
+class ControllerSettings(Protocol):
+    """What ``DaemonSetController`` needs to know.
+
+    ``dsctl.app.config.Settings`` satisfies it; tests and benchmarks may pass any object with
+    these attributes. Declaring it here keeps the controller package free of the app layer.
+    """
+
+    @property
+    def namespace(self) -> str:
+        """Namespace to watch; empty for all."""
+
+    @property
+    def workers(self) -> int:
+        """Concurrent syncs."""
+
+    @property
+    def burst_replicas(self) -> int:
+        """Most creates or deletes per sync."""
+
+    @property
+    def list_page_size(self) -> int:
+        """Objects per page when an informer lists."""
+
+    @property
+    def direct_binding(self) -> bool:
+        """Set ``spec.nodeName`` on new pods instead of the node-name affinity alone."""
+
+    @property
+    def failed_pod_backoff_max(self) -> float:
+        """Ceiling of the failed-pod backoff, seconds."""
+
+    @property
+    def stuck_sync_seconds(self) -> float:
+        """A sync running longer than this is reported stuck."""
+
+    @property
+    def node_join_priority(self) -> bool:
+        """Sync the DaemonSets a new node wants in their pods' priority order (else FIFO)."""
+
+    @property
+    def incremental_planning(self) -> bool:
+        """Re-plan only the nodes that changed since a DaemonSet's last sync (else every node)."""
 
 
 class DaemonSetController:

@@ -39,10 +39,9 @@ from dsctl_api.objects import status as status_of
 
 from .apiclient import SyncClient
 from .backoffstate import FailedPodBackoff
-from .inplace import patch_in_place
-from .inplacewait import PendingPatches
+from .expectations import PendingPatches
 from .outcome import Done, Outcome, Retry, Terminal
-from .podwrites import PodWriter
+from .podwrites import PodWriter, patch_in_place
 from .recorder import EventRecorder
 from .statuswriter import StatusWriter
 from .writes import CREATE_REVISION, DELETE_REVISION, PATCH_POD, PATCH_REVISION, UPDATE_REVISION, WriteSignals

@@ -1,8 +1,12 @@
-"""Per-DaemonSet status gauges, labelled by namespace and name.
+"""The controller's own metrics: per-DaemonSet gauges, failed writes, and how syncs plan.
 
-They carry the counters the controller computed on its last sync, which are exactly what it
-wrote (or found already written) to ``.status``. Names follow kube-state-metrics' style under
-the ``dsctl_daemonset_`` prefix; only names and counts are exported, never object contents.
+The per-DaemonSet gauges are labelled by namespace and name. The status gauges carry the
+counters the controller computed on its last sync, which are exactly what it wrote (or found
+already written) to ``.status``. ``dsctl_daemonset_rollout_stuck`` is 1 while the
+``Progressing`` condition each sync computes says ``ProgressDeadlineExceeded`` (see
+``dsctl.daemonset.progress``), so it says exactly what ``.status.conditions`` says: alert on it
+as on DataDog's ``ers_rolling_update_stuck``. Names follow kube-state-metrics' style under the
+``dsctl_daemonset_`` prefix; only names and counts are exported, never object contents.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from dsctl.daemonset.status import STATUS_FIELDS, Status
 
-__all__ = ["PlanMetrics", "StatusMetrics", "WriteErrorMetrics"]
+__all__ = ["PlanMetrics", "RolloutStuckMetric", "StatusMetrics", "WriteErrorMetrics"]
 
 _GAUGES = {
     "desired_number_scheduled": "Nodes that should run the daemon pod.",
@@ -50,6 +54,32 @@ class StatusMetrics:
                 gauge.remove(namespace, name)
             except KeyError:
                 continue
+
+
+class RolloutStuckMetric:
+    """``dsctl_daemonset_rollout_stuck{namespace,name}``; ``observe`` per sync, ``forget`` on deletion."""
+
+    def __init__(self, registry: CollectorRegistry | None) -> None:
+        self._gauge = None if registry is None else Gauge(
+            "dsctl_daemonset_rollout_stuck",
+            "1 while the DaemonSet's rollout has made no progress for progressDeadlineSeconds, else 0.",
+            ["namespace", "name"], registry=registry)
+
+    def observe(self, key: str, *, stuck: bool) -> None:
+        """Record whether DaemonSet ``namespace/name`` is stuck."""
+        if self._gauge is not None:
+            namespace, _, name = key.partition("/")
+            self._gauge.labels(namespace, name).set(1 if stuck else 0)
+
+    def forget(self, key: str) -> None:
+        """Drop the series of a deleted DaemonSet."""
+        if self._gauge is None:
+            return
+        namespace, _, name = key.partition("/")
+        try:
+            self._gauge.remove(namespace, name)
+        except KeyError:
+            return
 
 
 class WriteErrorMetrics:

@@ -5,6 +5,10 @@ A status is written only when it changed. Its conditions come from three places:
 sync's writes all went through; ``Progressing`` from the rollout (``ProgressTracker``); and the
 plan's own condition when the sync could not act (``Invalid``, a revision out of range).
 
+``dsctl.daemonset.progress`` decides the ``Progressing`` condition purely; ``ProgressTracker``
+keeps what that decision needs across syncs (the last progress time, which apps/v1 does not
+store) and publishes ``dsctl_daemonset_rollout_stuck``.
+
 The writer remembers what its last write returned: right after a status write the informer
 still holds the previous version, and writing the next status from it would only earn a 409
 and a GET (see ``freshest``).
@@ -16,27 +20,78 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from dsctl.daemonset.conditions import INVALID, REPLICA_FAILURE, set_condition, without_condition
+from dsctl.daemonset.extensions import (
+    DEFAULT_PROGRESS_DEADLINE_SECONDS,
+    InvalidControl,
+    progress_deadline_seconds,
+    rollout_controls,
+)
 from dsctl.daemonset.podplan import soonest
-from dsctl.daemonset.status import availability_requeue, status_changed, status_with
+from dsctl.daemonset.progress import plan_progress, progressing_condition, with_progress
+from dsctl.daemonset.status import Status, availability_requeue, status_changed, status_with
 from dsctl.daemonset.syncplan import ConditionWrite, StatusPlan
 from dsctl.informer import object_key
 from dsctl.kube import errors
 from dsctl.kube.resources import Resource
 from dsctl_api.objects import meta as meta_of
+from dsctl_api.objects import name, namespace
 from dsctl_api.objects import status as status_of
 
 from .apiclient import SyncClient
-from .metrics import StatusMetrics
-from .progresstracker import ProgressTracker
+from .metrics import RolloutStuckMetric, StatusMetrics
+from .recorder import EventRecorder
 from .writes import UPDATE_STATUS, Failure, WriteSignals
 
-__all__ = ["GONE_SECONDS", "StatusWriter"]
+__all__ = ["GONE_SECONDS", "ProgressTracker", "StatusWriter"]
 
 GONE_SECONDS = 5.0
 """How long a DaemonSet the API answered 404 for is taken as deleted over a cache that still holds it."""
 
 Obj = Mapping[str, Any]
+
+
+class ProgressTracker:
+    """One per controller; ``condition`` on every status computation, ``forget`` on deletion."""
+
+    def __init__(self, *, recorder: EventRecorder, registry: CollectorRegistry | None) -> None:
+        self._recorder = recorder
+        self._metric = RolloutStuckMetric(registry)
+        # key -> last progress time of its rollout, for apps/v1 where lastUpdateTime is pruned.
+        self._progress_at: dict[str, float] = {}
+
+    def forget(self, key: str) -> None:
+        """Drop the memory and the gauge series of a deleted DaemonSet."""
+        self._progress_at.pop(key, None)
+        self._metric.forget(key)
+
+    def _deadline(self, ds: Obj) -> int:
+        """The DaemonSet's progressDeadlineSeconds; an unreadable one falls back to the default."""
+        try:
+            return progress_deadline_seconds(ds)
+        except InvalidControl as exc:
+            self._recorder.record(ds, "Warning", "InvalidRolloutControl",
+                                  f"{exc.field}: {exc.message}; {DEFAULT_PROGRESS_DEADLINE_SECONDS} s applies")
+            return DEFAULT_PROGRESS_DEADLINE_SECONDS
+
+    def condition(self, ds: Obj, old: Mapping[str, Any], status: Status, hash_: str, *, created: bool,
+                  now: float) -> tuple[dict[str, Any], float | None]:
+        """``old`` with its Progressing condition brought up to date, and when to look again."""
+        key = f"{namespace(ds)}/{name(ds)}"
+        try:
+            controls = rollout_controls(ds)
+            held = "paused" if controls.paused else ("held" if controls.holds_back else None)
+        except InvalidControl:
+            held = "paused"  # the rolling update is held until it is fixed (the controller says so)
+        progress = plan_progress(previous=progressing_condition(old), old=Status.from_fields(old), new=status,
+                                 revision=f"{name(ds)}-{hash_}", created=created, held=held,
+                                 deadline=self._deadline(ds), now=now, remembered=self._progress_at.get(key))
+        if progress.updated_at is not None:
+            self._progress_at[key] = progress.updated_at
+        self._metric.observe(key, stuck=progress.stuck)
+        return with_progress(old, progress.condition), progress.requeue_after
 
 
 class StatusWriter:

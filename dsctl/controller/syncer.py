@@ -48,8 +48,7 @@ from .backoffstate import FailedPodBackoff
 from .cacheview import CacheView
 from .changes import ChangeLog
 from .executor import STATUS_REFRESH_SECONDS, SyncExecutor, SyncReport
-from .expectations import Expectations
-from .inplacewait import PendingPatches
+from .expectations import Expectations, PendingPatches
 from .joinorder import JoinOrder
 from .metrics import PlanMetrics
 from .outcome import Deferred, Done, Outcome

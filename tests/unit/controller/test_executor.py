@@ -13,14 +13,12 @@ from prometheus_client import CollectorRegistry
 
 from dsctl.controller.backoffstate import FailedPodBackoff
 from dsctl.controller.executor import SyncExecutor
-from dsctl.controller.expectations import Expectations
-from dsctl.controller.inplacewait import PendingPatches
+from dsctl.controller.expectations import Expectations, PendingPatches
 from dsctl.controller.metrics import StatusMetrics
 from dsctl.controller.outcome import Done, Outcome, Retry, Terminal
 from dsctl.controller.podwrites import PodWriter
-from dsctl.controller.progresstracker import ProgressTracker
 from dsctl.controller.recorder import EventRecorder
-from dsctl.controller.statuswriter import StatusWriter
+from dsctl.controller.statuswriter import ProgressTracker, StatusWriter
 from dsctl.controller.writes import WriteSignals
 from dsctl.daemonset import history as hist
 from dsctl.daemonset.eligibility import Eligibility

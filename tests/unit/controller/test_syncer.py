@@ -20,15 +20,13 @@ from dsctl.controller.cacheview import (
 )
 from dsctl.controller.changes import ChangeLog
 from dsctl.controller.executor import SyncExecutor
-from dsctl.controller.expectations import Expectations
-from dsctl.controller.inplacewait import PendingPatches
+from dsctl.controller.expectations import Expectations, PendingPatches
 from dsctl.controller.joinorder import RECHECK_SECONDS, JoinOrder
 from dsctl.controller.metrics import PlanMetrics, StatusMetrics
 from dsctl.controller.outcome import Deferred, Done, Retry
 from dsctl.controller.podwrites import PodWriter
-from dsctl.controller.progresstracker import ProgressTracker
 from dsctl.controller.recorder import EventRecorder
-from dsctl.controller.statuswriter import GONE_SECONDS, StatusWriter
+from dsctl.controller.statuswriter import GONE_SECONDS, ProgressTracker, StatusWriter
 from dsctl.controller.syncer import Syncer, SyncerState
 from dsctl.controller.writes import WriteSignals
 from dsctl.daemonset.template import target_node

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from dsctl.controller.expectations import Expectations
-from dsctl.controller.inplace import patch_in_place
-from dsctl.controller.inplacewait import UNKNOWN_OUTCOME_TTL, PendingPatches
-from dsctl.controller.podwrites import PodWriter
+from dsctl.controller.expectations import UNKNOWN_OUTCOME_TTL, Expectations, PendingPatches
+from dsctl.controller.podwrites import PodWriter, patch_in_place
 from dsctl.controller.recorder import EventRecorder
 from dsctl.daemonset.podplan import ImageChange, PodRef, PodUpdate
 from dsctl.kube import errors
