@@ -211,7 +211,7 @@ async def progress(controller: Any, *, until_converged: bool, timeout: float) ->
     nodes: dict[str, str] = {}
     started = time.monotonic()
     while True:
-        current = {n["metadata"]["name"]: _node_state(n) for n in controller.nodes.store.list()}
+        current = {n["metadata"]["name"]: _node_state(n) for n in controller.caches.nodes.store.list()}
         for name in sorted(current.keys() - nodes.keys()):
             print(f"node   {name:<24} joined ({current[name]})")
         for name in sorted(nodes.keys() - current.keys()):
@@ -220,7 +220,7 @@ async def progress(controller: Any, *, until_converged: bool, timeout: float) ->
             if current[name] != nodes[name]:
                 print(f"node   {name:<24} {nodes[name]} -> {current[name]}")
         nodes = current
-        daemonsets = controller.daemonsets.store.list()
+        daemonsets = controller.caches.daemonsets.store.list()
         for ds in daemonsets:
             s = ds.get("status") or {}
             key = f"{ds['metadata']['namespace']}/{ds['metadata']['name']}"

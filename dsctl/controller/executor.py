@@ -134,7 +134,7 @@ class SyncExecutor:
         failures = await self._pods(key, ds, plan, report)
         if not failures:
             failures.extend(await self._cleanup(ds, plan))
-        recent = self.status.wrote_within(key, STATUS_REFRESH_SECONDS)
+        recent = self.status.memory.wrote_within(key, STATUS_REFRESH_SECONDS)
         # The pod plan's own requeue too: a caller may narrow ``plan.pods`` after planning (the
         # syncer holds creates back on a new node), and its recheck must not be lost.
         requeue = soonest(plan.requeue_after, plan.pods.requeue_after)

@@ -114,9 +114,13 @@ class Expectations:
             return True
         return self._clock() - record.timestamp > self._ttl
 
-    def delete(self, key: str) -> None:
-        """Forget ``key`` (the DaemonSet is gone)."""
+    def forget(self, key: str, uid: str) -> None:
+        """Drop the record of ``key``."""
         self._records.pop(key, None)
+
+    def holds(self, key: str, uid: str) -> bool:
+        """Whether a record of ``key`` is kept."""
+        return key in self._records
 
 
 UNKNOWN_OUTCOME_TTL = 15.0
@@ -180,6 +184,10 @@ class PendingPatches:
             return None
         return max(0.0, min(deadline for _, _, deadline in pods.values()) - self._clock())
 
-    def delete(self, key: str) -> None:
-        """Forget ``key`` (the DaemonSet is gone)."""
+    def forget(self, key: str, uid: str) -> None:
+        """Drop every patch recorded for ``key``."""
         self._records.pop(key, None)
+
+    def holds(self, key: str, uid: str) -> bool:
+        """Whether a patch of ``key`` is recorded."""
+        return key in self._records

@@ -79,6 +79,26 @@ class JoinOrder:
             if len(set(join.pending.values())) <= 1:
                 del self._joins[name]
 
+    def forget(self, key: str, uid: str) -> None:
+        """``key`` waits for nothing and holds nobody back any more (it is gone)."""
+        for name in [n for n, j in self._joins.items() if key in j.pending]:
+            join = self._joins[name]
+            del join.pending[key]
+            if len(set(join.pending.values())) <= 1:
+                del self._joins[name]
+
+    def holds(self, key: str, uid: str) -> bool:
+        """Whether some join still waits for ``key`` to sync."""
+        return any(key in j.pending for j in self._joins.values())
+
+    def forget_node(self, node: str) -> None:
+        """``node`` left: nothing is created there, so nobody waits there."""
+        self._joins.pop(node, None)
+
+    def holds_node(self, node: str) -> bool:
+        """Whether a join on ``node`` is remembered."""
+        return node in self._joins
+
     def _expire(self, now: float) -> None:
         for name in [n for n, j in self._joins.items() if now - j.at >= self.hold]:
             del self._joins[name]

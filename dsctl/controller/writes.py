@@ -48,6 +48,7 @@ __all__ = [
     "UPDATE_STATUS",
     "WRITES",
     "Failure",
+    "ReplicaFailures",
     "Write",
     "WriteSignals",
     "describe",
@@ -137,18 +138,44 @@ def event_message(write: Write, *, name: str, namespace: str, exc: errors.ApiErr
     return f"{write.verb} {write.kind} {target} (field {fields_of(exc, write.field)}) failed: {describe(exc)}"
 
 
+class ReplicaFailures:
+    """Per DaemonSet key, the first failed write since the status stage last took it.
+
+    Per-DaemonSet runtime state, owned by ``dsctl.controller.state.RuntimeState``. Syncs of one
+    key never run concurrently (the work queue's guarantee), so this needs no lock.
+    """
+
+    def __init__(self) -> None:
+        self._failing: dict[str, Failure] = {}
+
+    def note(self, key: str, failure: Failure) -> None:
+        """Remember ``failure`` unless an earlier one is already waiting."""
+        self._failing.setdefault(key, failure)
+
+    def take(self, key: str) -> Failure | None:
+        """The first failure noted for ``key`` since the last call, and forget it."""
+        return self._failing.pop(key, None)
+
+    def forget(self, key: str, uid: str) -> None:
+        """Drop the failure waiting for ``key``."""
+        self._failing.pop(key, None)
+
+    def holds(self, key: str, uid: str) -> bool:
+        """Whether a failure waits for ``key``."""
+        return key in self._failing
+
+
 @dataclass
 class WriteSignals:
     """Turns failed writes into events, conditions, metrics and logs; see the module docstring.
 
-    Per DaemonSet key it keeps the first failure since the last ``take``: the controller takes
-    it when it writes the status of that sync. Syncs of one key never run concurrently (the
-    work queue's guarantee), so this needs no lock.
+    The condition is noted in ``failures`` per DaemonSet key; the status stage takes it when it
+    writes the status of that sync.
     """
 
     recorder: Recorder
     metrics: WriteErrorMetrics = field(default_factory=lambda: WriteErrorMetrics(None))
-    _failing: dict[str, Failure] = field(default_factory=dict)
+    failures: ReplicaFailures = field(default_factory=ReplicaFailures)
 
     def report(self, ds: Mapping[str, Any], write: Write, exc: errors.ApiError, *, name: str = "",
                namespace: str | None = None, node: str = "") -> None:
@@ -164,7 +191,7 @@ class WriteSignals:
         if write.event_reason is not None:
             self.recorder.record(ds, "Warning", write.event_reason, message)
         if write.condition_reason is not None:
-            self._failing.setdefault(_key(ds), Failure(write.condition_reason, message))
+            self.failures.note(_key(ds), Failure(write.condition_reason, message))
 
     @contextlib.asynccontextmanager
     async def guard(self, ds: Mapping[str, Any], write: Write, *, name: str = "",
@@ -183,4 +210,4 @@ class WriteSignals:
 
     def take(self, key: str) -> Failure | None:
         """The first failure recorded for DaemonSet ``key`` since the last call, and forget it."""
-        return self._failing.pop(key, None)
+        return self.failures.take(key)

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from dsctl.controller.expectations import Expectations
 from dsctl.controller.handlers import Handlers
 from dsctl.controller.joinorder import JoinOrder
+from dsctl.controller.state import RuntimeState
 from dsctl.daemonset.podpriority import global_default_priority, pod_priority
 
 CLASSES = {"system-node-critical": {"metadata": {"name": "system-node-critical"}, "value": 2000001000},
@@ -60,17 +60,19 @@ def test_node_add_ranks_daemonsets_by_pod_priority() -> None:
     sets: list[Mapping[str, Any]] = [_ds("logs"), _ds("cni", pcn="system-node-critical"), _ds("metrics", priority=5)]
     plain: list[str] = []
     ranked: list[tuple[str, int]] = []
-    wanted: list[tuple[str, list[tuple[str, int]]]] = []
+    state = RuntimeState.create(clock=lambda: 0.0)
     handlers = Handlers(ds_kind="DaemonSet", get_daemonset=lambda key: None, list_daemonsets=lambda: sets,
-                        pods_on_node=lambda node: [], expectations=Expectations(clock=lambda: 0.0),
+                        pods_on_node=lambda node: [], state=state,
                         enqueue=plain.append, enqueue_after=lambda key, delay: None,
                         enqueue_prioritized=lambda key, p: ranked.append((key, p)),
                         priority_of=lambda ds: pod_priority(ds, priority_class=CLASSES.get),
-                        node_wanted=lambda node, wants: wanted.append((node, wants)))
+                        monotonic=lambda: 0.0)
     handlers.on_node_add(_node("n1"))
     expected = [("default/logs", 0), ("default/cni", 2000001000), ("default/metrics", 5)]
     assert ranked == expected and not plain
-    assert wanted == [("n1", expected)]
+    assert state.join_order.deferred("default/logs", 0, ["n1"], now=0.0) == {"n1"}
+    handlers.on_node_delete(_node("n1"))
+    assert not state.join_order.holds_node("n1")
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,6 @@ from typing import Any, cast
 
 from prometheus_client import CollectorRegistry
 
-from dsctl.controller.backoffstate import FailedPodBackoff
 from dsctl.controller.cacheview import (
     BY_TARGET_NODE,
     ORPHANS_BY_NAMESPACE,
@@ -18,16 +17,15 @@ from dsctl.controller.cacheview import (
     by_target_node,
     orphans_by_namespace,
 )
-from dsctl.controller.changes import ChangeLog
 from dsctl.controller.executor import SyncExecutor
-from dsctl.controller.expectations import Expectations, PendingPatches
-from dsctl.controller.joinorder import RECHECK_SECONDS, JoinOrder
-from dsctl.controller.metrics import PlanMetrics, StatusMetrics
+from dsctl.controller.joinorder import RECHECK_SECONDS
+from dsctl.controller.metrics import PlanMetrics
 from dsctl.controller.outcome import Deferred, Done, Retry
 from dsctl.controller.podwrites import PodWriter
 from dsctl.controller.recorder import EventRecorder
-from dsctl.controller.statuswriter import GONE_SECONDS, ProgressTracker, StatusWriter
-from dsctl.controller.syncer import Syncer, SyncerState
+from dsctl.controller.state import RuntimeState
+from dsctl.controller.statuswriter import GONE_SECONDS, StatusWriter
+from dsctl.controller.syncer import Syncer
 from dsctl.controller.writes import WriteSignals
 from dsctl.daemonset.template import target_node
 from dsctl.informer import BY_OWNER_UID, ReadOnlyStore, Store, by_owner_uid
@@ -67,15 +65,12 @@ class Rig:
         self.daemonsets.upsert(ds)
         for i in range(nodes):
             self.add_node(f"n{i}", noted=False)
-        self.changes = ChangeLog()
         recorder = cast(EventRecorder, RecordingRecorder())
-        signals = WriteSignals(recorder=recorder)
-        self.state = SyncerState(expectations=Expectations(clock=self.clock),
-                                 pending_patches=PendingPatches(clock=self.clock), backoff=FailedPodBackoff(),
-                                 changes=self.changes, join_order=JoinOrder())
+        self.state = RuntimeState.create(clock=self.clock, registry=self.registry)
+        self.changes = self.state.changes
+        signals = WriteSignals(recorder=recorder, failures=self.state.failures)
         status = StatusWriter(client=self.fake.as_client(), resource=DAEMONSETS, signals=signals,
-                              progress=ProgressTracker(recorder=recorder, registry=None), metrics=StatusMetrics(None),
-                              on_written=lambda key, obj: None, wall=lambda: T0, monotonic=self.clock)
+                              memory=self.state.status, gauges=self.state.gauges, recorder=recorder, wall=lambda: T0)
         pods = PodWriter(client=self.fake.as_client(), expectations=self.state.expectations, recorder=recorder,
                          signals=signals)
         executor = SyncExecutor(client=self.fake.as_client(), resource=DAEMONSETS, recorder=recorder, signals=signals,
@@ -84,8 +79,8 @@ class Rig:
         self.syncer = Syncer(resource=DAEMONSETS, daemonsets=ReadOnlyStore(self.daemonsets),
                              view=CacheView(nodes=ReadOnlyStore(self.nodes), pods=ReadOnlyStore(self.pods),
                                             revisions=ReadOnlyStore(self.revisions)),
-                             pods=ReadOnlyStore(self.pods), state=self.state, executor=executor, status=status,
-                             signals=signals, metrics=PlanMetrics(self.registry), global_burst=burst,
+                             pods=ReadOnlyStore(self.pods), state=self.state, executor=executor,
+                             metrics=PlanMetrics(self.registry), global_burst=burst,
                              priority_of=lambda ds: 0, wall=lambda: T0, monotonic=self.clock, recount_seconds=300.0)
 
     def add_node(self, name: str, *, noted: bool = True) -> None:
