@@ -29,6 +29,12 @@ import structlog
 from dsctl.daemonset.inplace import in_place_patch
 from dsctl.daemonset.manage import cap_burst, slow_start_batches
 from dsctl.daemonset.podplan import Plan, PodRef, PodUpdate
+from dsctl.daemonset.reasons import (
+    FAILED_IN_PLACE_UPDATE,
+    SUCCESSFUL_CREATE,
+    SUCCESSFUL_DELETE,
+    SUCCESSFUL_IN_PLACE_UPDATE,
+)
 from dsctl.daemonset.template import pod_factory
 from dsctl.kube import errors
 from dsctl.kube.encoded import JsonTemplate
@@ -132,7 +138,7 @@ class PodWriter:
             terminating = isinstance(exc, errors.Forbidden) and exc.namespace_terminating
             return _Failure(f"{exc.reason or exc.status}: {exc.message}", exc, namespace_terminating=terminating)
         name = name_of(created)
-        self.recorder.record(ds, "Normal", "SuccessfulCreate", f"Created pod: {name}")
+        self.recorder.record(ds, "Normal", SUCCESSFUL_CREATE, f"Created pod: {name}")
         return None
 
     async def _create_all(
@@ -192,7 +198,7 @@ class PodWriter:
             self.expectations.deletion_observed(key)
             self._signals.report(ds, DELETE_POD, exc, name=ref.name, namespace=ref.namespace)
             return f"{exc.reason or exc.status}: {exc.message}"
-        self.recorder.record(ds, "Normal", "SuccessfulDelete", f"Deleted pod: {ref.name}")
+        self.recorder.record(ds, "Normal", SUCCESSFUL_DELETE, f"Deleted pod: {ref.name}")
         return None
 
     async def _delete_all(
@@ -259,8 +265,8 @@ async def _patch_one(
         else:
             pending.unknown_outcome(key, pod=pod_key)
         message = f"{exc.reason or exc.status}: {exc.message}"
-        writer.recorder.record(ds, "Warning", "FailedInPlaceUpdate", f"Error updating pod {ref.name}: {message}")
+        writer.recorder.record(ds, "Warning", FAILED_IN_PLACE_UPDATE, f"Error updating pod {ref.name}: {message}")
         return message
     images = ", ".join(f"{c.container}={c.new}" for c in update.images)
-    writer.recorder.record(ds, "Normal", "SuccessfulInPlaceUpdate", f"Updated pod in place: {ref.name} ({images})")
+    writer.recorder.record(ds, "Normal", SUCCESSFUL_IN_PLACE_UPDATE, f"Updated pod in place: {ref.name} ({images})")
     return None

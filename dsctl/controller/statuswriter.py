@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dsctl.daemonset.conditions import INVALID, REPLICA_FAILURE, set_condition, without_condition
+from dsctl.daemonset.conditions import set_condition, without_condition
 from dsctl.daemonset.extensions import (
     DEFAULT_PROGRESS_DEADLINE_SECONDS,
     InvalidControl,
@@ -33,6 +33,7 @@ from dsctl.daemonset.extensions import (
 )
 from dsctl.daemonset.podplan import soonest
 from dsctl.daemonset.progress import plan_progress, progressing_condition, with_progress
+from dsctl.daemonset.reasons import INVALID, INVALID_ROLLOUT_CONTROL, REPLICA_FAILURE
 from dsctl.daemonset.status import Status, availability_requeue, status_changed, status_with
 from dsctl.daemonset.syncplan import ConditionWrite, StatusPlan
 from dsctl.informer import object_key
@@ -166,7 +167,7 @@ class StatusWriter:
         try:
             return progress_deadline_seconds(ds)
         except InvalidControl as exc:
-            self._recorder.record(ds, "Warning", "InvalidRolloutControl",
+            self._recorder.record(ds, "Warning", INVALID_ROLLOUT_CONTROL,
                                   f"{exc.field}: {exc.message}; {DEFAULT_PROGRESS_DEADLINE_SECONDS} s applies")
             return DEFAULT_PROGRESS_DEADLINE_SECONDS
 

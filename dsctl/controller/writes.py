@@ -29,6 +29,16 @@ from typing import Any, Protocol
 
 import structlog
 
+from dsctl.daemonset.reasons import (
+    FAILED_CREATE,
+    FAILED_CREATE_REVISION,
+    FAILED_DELETE,
+    FAILED_DELETE_REVISION,
+    FAILED_PATCH_POD,
+    FAILED_PATCH_REVISION,
+    FAILED_UPDATE_REVISION,
+    FAILED_UPDATE_STATUS,
+)
 from dsctl.kube import errors
 from dsctl_api.objects import name as name_of
 from dsctl_api.objects import namespace as namespace_of
@@ -75,21 +85,21 @@ class Write:
     purpose: str
 
 
-CREATE_POD = Write("create", "pods", "Pod", "FailedCreate", "FailedCreate", "spec.template",
+CREATE_POD = Write("create", "pods", "Pod", FAILED_CREATE, FAILED_CREATE, "spec.template",
                    "a daemon pod for a node")
-DELETE_POD = Write("delete", "pods", "Pod", "FailedDelete", "FailedDelete", "spec",
+DELETE_POD = Write("delete", "pods", "Pod", FAILED_DELETE, FAILED_DELETE, "spec",
                    "a pod that must go (ineligible node, surplus, rolling update, failed)")
-PATCH_POD = Write("patch", "pods", "Pod", "FailedPatchPod", "FailedPatchPod", "spec.selector",
+PATCH_POD = Write("patch", "pods", "Pod", FAILED_PATCH_POD, FAILED_PATCH_POD, "spec.selector",
                   "adopt, release, or relabel to the kept revision")
-CREATE_REVISION = Write("create", "controllerrevisions", "ControllerRevision", "FailedCreateRevision",
-                        "FailedCreateRevision", "spec.template", "the snapshot of the current template")
-UPDATE_REVISION = Write("update", "controllerrevisions", "ControllerRevision", "FailedUpdateRevision",
-                        "FailedUpdateRevision", "spec.template", "hash label fix, renumbering on rollback")
-PATCH_REVISION = Write("patch", "controllerrevisions", "ControllerRevision", "FailedPatchRevision",
-                       "FailedPatchRevision", "spec.selector", "adopt or release a revision")
-DELETE_REVISION = Write("delete", "controllerrevisions", "ControllerRevision", "FailedDeleteRevision",
-                        "FailedDeleteRevision", "spec.revisionHistoryLimit", "duplicate or beyond the history limit")
-UPDATE_STATUS = Write("update", "daemonsets/status", "DaemonSet", "FailedUpdateStatus", None, "status",
+CREATE_REVISION = Write("create", "controllerrevisions", "ControllerRevision", FAILED_CREATE_REVISION,
+                        FAILED_CREATE_REVISION, "spec.template", "the snapshot of the current template")
+UPDATE_REVISION = Write("update", "controllerrevisions", "ControllerRevision", FAILED_UPDATE_REVISION,
+                        FAILED_UPDATE_REVISION, "spec.template", "hash label fix, renumbering on rollback")
+PATCH_REVISION = Write("patch", "controllerrevisions", "ControllerRevision", FAILED_PATCH_REVISION,
+                       FAILED_PATCH_REVISION, "spec.selector", "adopt or release a revision")
+DELETE_REVISION = Write("delete", "controllerrevisions", "ControllerRevision", FAILED_DELETE_REVISION,
+                        FAILED_DELETE_REVISION, "spec.revisionHistoryLimit", "duplicate or beyond the history limit")
+UPDATE_STATUS = Write("update", "daemonsets/status", "DaemonSet", FAILED_UPDATE_STATUS, None, "status",
                       "counters, observedGeneration, conditions, collisionCount")
 CREATE_EVENT = Write("create", "events", "Event", None, None, "", "a new Event")
 PATCH_EVENT = Write("patch", "events", "Event", None, None, "", "the count of a repeated Event")

@@ -7,7 +7,7 @@ is generated from the table, and the readers below look each field up through it
 Every field is read in both modes. A ``dsctl.io/v1`` DaemonSet carries it as a field;
 an apps/v1 DaemonSet as the annotation, because kube-apiserver drops or refuses unknown fields
 in apps/v1, while annotations survive ``kubectl apply`` and need no schema. The field wins over
-the annotation, and the annotation over a deprecated name (ADR 0090).
+the annotation, and the annotation over a deprecated name (ADR 0089).
 
 The rollout controls (``partition``, ``paused``, ``selector``, ``rollingUpdateType``) hold a
 RollingUpdate back; they never speed it up and never touch manage's work, so a node that joins

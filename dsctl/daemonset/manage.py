@@ -32,6 +32,7 @@ from dsctl.daemonset.backoffview import BackoffView, backoff_key
 from dsctl.daemonset.eligibility import Fit, verdicts
 from dsctl.daemonset.podplan import Event, Plan, PodRef, merge_plans, soonest
 from dsctl.daemonset.podsort import sort_pods
+from dsctl.daemonset.reasons import FAILED_DAEMON_POD, SUCCEEDED_DAEMON_POD
 from dsctl.daemonset.template import HASH_LABEL
 from dsctl_api.intstr import IntStrError, scaled_value
 from dsctl_api.objects import deletion_timestamp, is_map, labels, name, namespace, text
@@ -113,7 +114,7 @@ class _Builder:
         self.events.append(
             Event(
                 "Warning",
-                "FailedDaemonPod",
+                FAILED_DAEMON_POD,
                 f"Found failed daemon pod {namespace(pod)}/{name(pod)} on node {node}, will try to kill it",
             )
         )
@@ -123,7 +124,7 @@ class _Builder:
         self.events.append(
             Event(
                 "Normal",
-                "SucceededDaemonPod",
+                SUCCEEDED_DAEMON_POD,
                 f"Found succeeded daemon pod {namespace(pod)}/{name(pod)} on node {node}, will try to delete it",
             )
         )

@@ -39,19 +39,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from dsctl.daemonset.conditions import without_condition
+from dsctl.daemonset.reasons import (
+    DAEMONSET_PAUSED,
+    FOUND_NEW_REVISION,
+    NEW_REVISION_AVAILABLE,
+    NEW_REVISION_CREATED,
+    PROGRESS_DEADLINE_EXCEEDED,
+    PROGRESSING,
+    REVISION_UPDATED,
+    ROLLOUT_HELD,
+)
 from dsctl.daemonset.status import Status
 from dsctl_api.objects import as_list, as_map, text
 from dsctl_api.timefmt import format_rfc3339, parse_rfc3339
 
 __all__ = [
-    "FOUND_NEW_REVISION",
-    "NEW_REVISION_AVAILABLE",
-    "NEW_REVISION_CREATED",
-    "PAUSED",
-    "PROGRESSING",
-    "PROGRESS_DEADLINE_EXCEEDED",
-    "REVISION_UPDATED",
-    "ROLLOUT_HELD",
     "Progress",
     "is_stuck",
     "plan_progress",
@@ -59,14 +61,6 @@ __all__ = [
     "with_progress",
 ]
 
-PROGRESSING = "Progressing"
-NEW_REVISION_CREATED = "NewRevisionCreated"
-FOUND_NEW_REVISION = "FoundNewRevision"
-REVISION_UPDATED = "RevisionUpdated"
-NEW_REVISION_AVAILABLE = "NewRevisionAvailable"
-PROGRESS_DEADLINE_EXCEEDED = "ProgressDeadlineExceeded"
-PAUSED = "DaemonSetPaused"
-ROLLOUT_HELD = "RolloutHeld"
 
 Condition = dict[str, Any]
 
@@ -151,7 +145,7 @@ def plan_progress(
         return Progress(_condition("True", NEW_REVISION_AVAILABLE, f"Revision {quoted} has successfully progressed.",
                                    now=now, previous=previous))
     if held is not None:
-        reason = PAUSED if held == "paused" else ROLLOUT_HELD
+        reason = DAEMONSET_PAUSED if held == "paused" else ROLLOUT_HELD
         if _same(previous, "Unknown", reason, quoted):
             assert previous is not None
             return Progress(dict(previous))

@@ -32,7 +32,6 @@ from typing import Any, Literal, Protocol
 from dsctl.daemonset import history as hist
 from dsctl.daemonset.access import min_ready_seconds, phase
 from dsctl.daemonset.backoffview import BackoffView
-from dsctl.daemonset.conditions import INVALID, REPLICA_FAILURE
 from dsctl.daemonset.eligibility import Fit
 from dsctl.daemonset.extensions import (
     InvalidControl,
@@ -46,6 +45,15 @@ from dsctl.daemonset.manage import allows_surge
 from dsctl.daemonset.nodetable import Basis, NodeOutcome, NodeTable, plan_node
 from dsctl.daemonset.ownership import adopt_patch, claim, release_patch
 from dsctl.daemonset.podplan import Event, Plan, merge_plans, soonest
+from dsctl.daemonset.reasons import (
+    INVALID,
+    INVALID_ROLLOUT,
+    INVALID_ROLLOUT_CONTROL,
+    INVALID_SPEC,
+    REPLICA_FAILURE,
+    REVISION_OUT_OF_RANGE,
+    SELECTING_ALL,
+)
 from dsctl.daemonset.status import Status, availability_requeue
 from dsctl.daemonset.template import target_node, template_generation
 from dsctl.daemonset.update import InvalidRollout, plan_rolling_update
@@ -178,14 +186,14 @@ def plan_sync(snapshot: SyncSnapshot) -> SyncPlan:
     meta, spec = as_map(ds.get("metadata")), as_map(ds.get("spec"))
     selector = _selector(spec)
     if selector is not None and selector.empty:
-        return SyncPlan(ds=ds, events=(Event("Warning", "SelectingAll", _SELECTING_ALL),))
+        return SyncPlan(ds=ds, events=(Event("Warning", SELECTING_ALL, _SELECTING_ALL),))
     if deletion_timestamp(ds):
         return SyncPlan(ds=ds)
     problems = validate_daemonset(ds)
     if problems or selector is None:
         message = "; ".join(str(p) for p in problems) or "spec.selector: unreadable"
-        return SyncPlan(ds=ds, events=tuple(Event("Warning", "InvalidSpec", str(p)) for p in problems[:5]),
-                        condition=ConditionWrite(INVALID, "InvalidSpec", message),
+        return SyncPlan(ds=ds, events=tuple(Event("Warning", INVALID_SPEC, str(p)) for p in problems[:5]),
+                        condition=ConditionWrite(INVALID, INVALID_SPEC, message),
                         terminal=message)
     uid, namespace = str(meta.get("uid") or ""), str(meta.get("namespace") or "")
     api_version, kind = str(ds.get("apiVersion") or "apps/v1"), str(ds.get("kind") or "DaemonSet")
@@ -199,8 +207,8 @@ def plan_sync(snapshot: SyncSnapshot) -> SyncPlan:
         history = hist.plan_history(ds=ds, revisions=revisions, pods=_lazy(snapshot.view.owned_pods, uid),
                                     api_version=api_version, kind=kind)
     except hist.RevisionOverflow as exc:
-        return SyncPlan(ds=ds, events=(*events, Event("Warning", "RevisionOutOfRange", str(exc))),
-                        condition=ConditionWrite(REPLICA_FAILURE, "RevisionOutOfRange", str(exc)), terminal=str(exc))
+        return SyncPlan(ds=ds, events=(*events, Event("Warning", REVISION_OUT_OF_RANGE, str(exc))),
+                        condition=ConditionWrite(REPLICA_FAILURE, REVISION_OUT_OF_RANGE, str(exc)), terminal=str(exc))
 
     # Not status.observedGeneration, though the failed-pod backoff key holds it: only a node with
     # a failed pod reads that key, and such a node is volatile, planned again every sync.
@@ -256,7 +264,7 @@ def _claim(
     for obj in verdict.to_adopt:
         refusal = hist.adoption_refusal(obj) if kind == "revisions" else None
         if refusal is not None:
-            events.append(Event("Warning", "RevisionOutOfRange", refusal))
+            events.append(Event("Warning", REVISION_OUT_OF_RANGE, refusal))
             continue
         obj_meta = as_map(obj.get("metadata"))
         ownership.append(OwnershipWrite(kind, str(obj_meta.get("name") or ""), str(obj_meta.get("namespace") or ""),
@@ -342,7 +350,7 @@ def _controls(ds: Obj, events: list[Event]) -> RolloutControls:
     try:
         return rollout_controls(ds)
     except InvalidControl as exc:
-        events.append(Event("Warning", "InvalidRolloutControl",
+        events.append(Event("Warning", INVALID_ROLLOUT_CONTROL,
                             f"{exc.field}: {exc.message}; the rolling update is held until it is fixed"))
         return RolloutControls(paused=True)
 
@@ -368,7 +376,7 @@ def _with_rolling_update(ds: Obj, table: NodeTable, history: hist.HistoryPlan, m
                                      now=now, controls=controls, node_labels=labels,
                                      old_templates=old_templates, has_old=has_old)
     except InvalidRollout as exc:
-        events.append(Event("Warning", "InvalidRollout", f"{exc.field}: {exc.message}"))
+        events.append(Event("Warning", INVALID_ROLLOUT, f"{exc.field}: {exc.message}"))
         return manage
     return merge_plans([manage, update]) if not update.empty else manage
 
@@ -378,6 +386,6 @@ def _burst(ds: Obj, global_burst: int, events: list[Event]) -> int:
     try:
         burst_replicas(ds)
     except InvalidControl as exc:
-        events.append(Event("Warning", "InvalidRolloutControl",
+        events.append(Event("Warning", INVALID_ROLLOUT_CONTROL,
                             f"{exc.field}: {exc.message}; --burst-replicas applies"))
     return effective_burst(ds, global_burst=global_burst)

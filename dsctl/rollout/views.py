@@ -12,6 +12,7 @@ from typing import Any, Literal
 import yaml
 
 from dsctl.daemonset.extensions import ANNOTATION_PREFIX, InvalidControl, rollout_controls
+from dsctl.daemonset.reasons import PROGRESS_DEADLINE_EXCEEDED, PROGRESSING
 from dsctl.rollout.target import Target
 from dsctl_api.objects import annotations_of, as_int, as_list, as_map, meta, spec, uid
 
@@ -55,7 +56,7 @@ def status_message(target: Target, ds: Obj) -> tuple[str, bool]:
     # As kubectl's Deployment viewer: judged only once the current generation was observed,
     # by the reason alone, in its words ("deployment" becomes "daemon set").
     for condition in as_list(status.get("conditions")):
-        if as_map(condition).get("type") == "Progressing" and condition.get("reason") == "ProgressDeadlineExceeded":
+        if as_map(condition).get("type") == PROGRESSING and condition.get("reason") == PROGRESS_DEADLINE_EXCEEDED:
             raise RolloutError(f'daemon set "{target.name}" exceeded its progress deadline')
     desired = as_int(status.get("desiredNumberScheduled"), 0)
     updated = as_int(status.get("updatedNumberScheduled"), 0)

@@ -7,17 +7,15 @@ from typing import Any
 import pytest
 
 from dsctl.daemonset.extensions import InvalidControl, burst_replicas, effective_burst, progress_deadline_seconds
-from dsctl.daemonset.progress import (
+from dsctl.daemonset.progress import plan_progress, progressing_condition, with_progress
+from dsctl.daemonset.reasons import (
+    DAEMONSET_PAUSED,
     FOUND_NEW_REVISION,
     NEW_REVISION_AVAILABLE,
     NEW_REVISION_CREATED,
-    PAUSED,
     PROGRESS_DEADLINE_EXCEEDED,
     REVISION_UPDATED,
     ROLLOUT_HELD,
-    plan_progress,
-    progressing_condition,
-    with_progress,
 )
 from dsctl.daemonset.status import Status
 from dsctl_api.timefmt import format_rfc3339
@@ -72,10 +70,10 @@ def cond(status: str, reason: str, *, revision: str = REV, at: float = T0, since
                      False, None, T0 + 900, "True", NEW_REVISION_AVAILABLE, T0 + 1, None,
                      id="complete-is-kept-unchanged"),
         pytest.param(cond("True", REVISION_UPDATED), counts(updated=1), counts(updated=1), False, "paused",
-                     T0 + 900, "Unknown", PAUSED, T0 + 900, None, id="paused-runs-no-deadline"),
+                     T0 + 900, "Unknown", DAEMONSET_PAUSED, T0 + 900, None, id="paused-runs-no-deadline"),
         pytest.param(cond("True", REVISION_UPDATED), counts(updated=1), counts(updated=1), False, "held",
                      T0 + 900, "Unknown", ROLLOUT_HELD, T0 + 900, None, id="partition-runs-no-deadline"),
-        pytest.param(cond("Unknown", PAUSED, at=T0 + 900), counts(updated=1), counts(updated=1), False, None,
+        pytest.param(cond("Unknown", DAEMONSET_PAUSED, at=T0 + 900), counts(updated=1), counts(updated=1), False, None,
                      T0 + 1000, "True", FOUND_NEW_REVISION, T0 + 1000, 6.0, id="resume-restarts-clock"),
         pytest.param({**cond("True", REVISION_UPDATED), "lastUpdateTime": "junk"}, counts(updated=1),
                      counts(updated=1), False, None, T0 + 900, "True", REVISION_UPDATED, T0, 6.0,

@@ -8,9 +8,9 @@ import pytest
 
 from dsctl.controller.backoffstate import FailedPodBackoff
 from dsctl.daemonset import history as hist
-from dsctl.daemonset.conditions import INVALID, REPLICA_FAILURE
 from dsctl.daemonset.eligibility import Eligibility
 from dsctl.daemonset.extensions import BURST_REPLICAS_FIELD
+from dsctl.daemonset.reasons import INVALID, REPLICA_FAILURE
 from dsctl.daemonset.syncplan import SyncPlan, SyncSnapshot, plan_sync
 from dsctl.daemonset.template import HASH_LABEL
 from tests.unit.daemonset.objects import DS_UID, T0, make_ds, make_node, make_pod
