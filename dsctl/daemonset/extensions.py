@@ -6,8 +6,11 @@ is generated from the table, and the readers below look each field up through it
 
 Every field is read in both modes. A ``dsctl.io/v1`` DaemonSet carries it as a field;
 an apps/v1 DaemonSet as the annotation, because kube-apiserver drops or refuses unknown fields
-in apps/v1, while annotations survive ``kubectl apply`` and need no schema. The field wins over
-the annotation, and the annotation over a deprecated name (ADR 0089).
+in apps/v1, while annotations survive ``kubectl apply`` and need no schema. Annotations are
+``dsctl.io/`` and the field's name in kebab-case; an older camelCase name is still read, and
+every sync that finds one records a ``DeprecatedAnnotation`` Warning naming the new key
+(``deprecated_annotations``). The field wins over the annotation, and the annotation over a
+deprecated name (ADR 0089).
 
 The rollout controls (``partition``, ``paused``, ``selector``, ``rollingUpdateType``) hold a
 RollingUpdate back; they never speed it up and never touch manage's work, so a node that joins
@@ -51,6 +54,7 @@ __all__ = [
     "InvalidControl",
     "RolloutControls",
     "burst_replicas",
+    "deprecated_annotations",
     "effective_burst",
     "frozen_nodes",
     "progress_deadline_seconds",
@@ -108,8 +112,9 @@ SELECTOR_FIELD = ExtensionField(
     "label selector (annotation: kubectl's -l syntax, e.g. zone=a)", None,
     "Update only the pods on nodes whose labels match; unset updates every node.")
 ROLLING_UPDATE_TYPE_FIELD = ExtensionField(
-    "rollingUpdateType", _ROLLING, ANNOTATION_PREFIX + "rollingUpdateType", "Standard | InPlaceIfPossible",
-    STANDARD, "InPlaceIfPossible patches an image-only change into the running pod (requires maxSurge 0).")
+    "rollingUpdateType", _ROLLING, ANNOTATION_PREFIX + "rolling-update-type", "Standard | InPlaceIfPossible",
+    STANDARD, "InPlaceIfPossible patches an image-only change into the running pod (requires maxSurge 0).",
+    deprecated=(ANNOTATION_PREFIX + "rollingUpdateType",))
 PROGRESS_DEADLINE_FIELD = ExtensionField(
     "progressDeadlineSeconds", _SPEC, ANNOTATION_PREFIX + "progress-deadline-seconds", "integer >= 1",
     DEFAULT_PROGRESS_DEADLINE_SECONDS,
@@ -153,6 +158,24 @@ def _source(ds: Mapping[str, Any], field: ExtensionField) -> tuple[Any, str] | N
         if value is not None:
             return value, f"metadata.annotations[{key}]"
     return None
+
+
+def deprecated_annotations(ds: Mapping[str, Any]) -> tuple[str, ...]:
+    """One message per deprecated annotation set on ``ds``, naming its replacement."""
+    annotations = annotations_of(ds)
+    if not annotations:
+        return ()
+    messages: list[str] = []
+    for field in EXTENSION_FIELDS:
+        for old in field.deprecated:
+            if old not in annotations:
+                continue
+            found = _source(ds, field)
+            if found is not None and found[1] != f"metadata.annotations[{old}]":
+                messages.append(f"annotation {old} is deprecated and ignored: {found[1]} is set; remove it")
+            else:
+                messages.append(f"annotation {old} is deprecated: rename it to {field.annotation}")
+    return tuple(messages)
 
 
 # -- rollout controls -------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from dsctl.daemonset.extensions import (
     InvalidControl,
     RolloutControls,
     burst_replicas,
+    deprecated_annotations,
     effective_burst,
     rollout_controls,
 )
@@ -46,6 +47,7 @@ from dsctl.daemonset.nodetable import Basis, NodeOutcome, NodeTable, plan_node
 from dsctl.daemonset.ownership import adopt_patch, claim, release_patch
 from dsctl.daemonset.podplan import Event, Plan, merge_plans, soonest
 from dsctl.daemonset.reasons import (
+    DEPRECATED_ANNOTATION,
     INVALID,
     INVALID_ROLLOUT,
     INVALID_ROLLOUT_CONTROL,
@@ -197,7 +199,7 @@ def plan_sync(snapshot: SyncSnapshot) -> SyncPlan:
                         terminal=message)
     uid, namespace = str(meta.get("uid") or ""), str(meta.get("namespace") or "")
     api_version, kind = str(ds.get("apiVersion") or "apps/v1"), str(ds.get("kind") or "DaemonSet")
-    events: list[Event] = []
+    events = [Event("Warning", DEPRECATED_ANNOTATION, message) for message in deprecated_annotations(ds)]
     ownership: list[OwnershipWrite] = []
 
     revisions = _claim(ds, snapshot.view.owned_revisions(uid), snapshot.view.orphan_revisions(namespace),

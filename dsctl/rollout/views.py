@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import yaml
 
-from dsctl.daemonset.extensions import ANNOTATION_PREFIX, InvalidControl, rollout_controls
+from dsctl.daemonset.extensions import PAUSED_FIELD, InvalidControl, rollout_controls
 from dsctl.daemonset.reasons import PROGRESS_DEADLINE_EXCEEDED, PROGRESSING
 from dsctl.rollout.target import Target
 from dsctl_api.objects import annotations_of, as_int, as_list, as_map, meta, spec, uid
@@ -32,7 +32,7 @@ __all__ = [
 
 CHANGE_CAUSE = "kubernetes.io/change-cause"
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
-_PAUSED = ANNOTATION_PREFIX + "paused"
+_PAUSED = PAUSED_FIELD.annotation
 
 Obj = Mapping[str, Any]
 

@@ -242,13 +242,18 @@ def test_patched_pods_count_against_max_unavailable_until_restarted() -> None:
 
 
 @pytest.mark.parametrize(("ds", "expected"), [
-    pytest.param(make_ds(annotations={"dsctl.io/rollingUpdateType": "InPlaceIfPossible"}), IN_PLACE,
+    pytest.param(make_ds(annotations={"dsctl.io/rolling-update-type": "InPlaceIfPossible"}), IN_PLACE,
                  id="annotation"),
+    pytest.param(make_ds(annotations={"dsctl.io/rollingUpdateType": "InPlaceIfPossible"}), IN_PLACE,
+                 id="deprecated-camel-case-annotation"),
+    pytest.param(make_ds(annotations={"dsctl.io/rolling-update-type": "Standard",
+                                      "dsctl.io/rollingUpdateType": "InPlaceIfPossible"}), RolloutControls(),
+                 id="kebab-case-wins-over-deprecated"),
     pytest.param(_ds([], rollingUpdateType="InPlaceIfPossible", maxSurge="0%"), IN_PLACE, id="field-zero-surge"),
     pytest.param(_ds([], rollingUpdateType="Standard"), RolloutControls(), id="standard"),
 ])
 def test_rolling_update_type_is_read(ds: dict[str, Any], expected: RolloutControls) -> None:
-    """rollingUpdateType comes from its field or the dsctl.io/rollingUpdateType annotation."""
+    """rollingUpdateType comes from its field, else dsctl.io/rolling-update-type, else the deprecated camelCase name."""
     assert rollout_controls(ds) == expected
 
 
@@ -256,7 +261,7 @@ def test_rolling_update_type_is_read(ds: dict[str, Any], expected: RolloutContro
     pytest.param(_ds([], max_unavailable=0, rollingUpdateType="InPlaceIfPossible", maxSurge=1), "maxSurge",
                  id="surge-int"),
     pytest.param(make_ds(strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "10%"}},
-                         annotations={"dsctl.io/rollingUpdateType": "InPlaceIfPossible"}), "maxSurge",
+                         annotations={"dsctl.io/rolling-update-type": "InPlaceIfPossible"}), "maxSurge",
                  id="surge-percent-annotation"),
     pytest.param(_ds([], rollingUpdateType="InPlace"), "Standard or InPlaceIfPossible", id="unknown-type"),
 ])

@@ -10,7 +10,7 @@ from dsctl.controller.backoffstate import FailedPodBackoff
 from dsctl.daemonset import history as hist
 from dsctl.daemonset.eligibility import Eligibility
 from dsctl.daemonset.extensions import BURST_REPLICAS_FIELD
-from dsctl.daemonset.reasons import INVALID, REPLICA_FAILURE
+from dsctl.daemonset.reasons import DEPRECATED_ANNOTATION, INVALID, REPLICA_FAILURE
 from dsctl.daemonset.syncplan import SyncPlan, SyncSnapshot, plan_sync
 from dsctl.daemonset.template import HASH_LABEL
 from tests.unit.daemonset.objects import DS_UID, T0, make_ds, make_node, make_pod
@@ -133,3 +133,26 @@ def test_an_unreadable_burst_is_reported_and_the_global_burst_applies() -> None:
     view, _ = _world(ds)
     plan = _plan(ds, view)
     assert "InvalidRolloutControl" in _reasons(plan) and plan.burst == 250
+
+
+@pytest.mark.parametrize(
+    ("annotations", "messages"),
+    [
+        pytest.param({"dsctl.io/rolling-update-type": "InPlaceIfPossible"}, [], id="kebab-case-is-quiet"),
+        pytest.param({"dsctl.io/rollingUpdateType": "InPlaceIfPossible"},
+                     ["annotation dsctl.io/rollingUpdateType is deprecated: rename it to dsctl.io/rolling-update-type"],
+                     id="camel-case-names-the-new-key"),
+        pytest.param({"dsctl.io/rollingUpdateType": "InPlaceIfPossible", "dsctl.io/rolling-update-type": "Standard"},
+                     ["annotation dsctl.io/rollingUpdateType is deprecated and ignored: "
+                      "metadata.annotations[dsctl.io/rolling-update-type] is set; remove it"],
+                     id="camel-case-shadowed-says-ignored"),
+    ],
+)
+def test_a_deprecated_annotation_gets_a_warning_on_every_sync(annotations: dict[str, str],
+                                                             messages: list[str]) -> None:
+    """Each acting sync that reads an older camelCase annotation warns with DeprecatedAnnotation, naming the new key."""
+    ds = make_ds(annotations=annotations)
+    view, _ = _world(ds)
+    plan = _plan(ds, view)
+    assert [e.message for e in plan.events if e.reason == DEPRECATED_ANNOTATION] == messages
+    assert all(e.type == "Warning" for e in plan.events if e.reason == DEPRECATED_ANNOTATION)
