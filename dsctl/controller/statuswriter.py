@@ -29,7 +29,6 @@ from dsctl.daemonset.extensions import (
     DEFAULT_PROGRESS_DEADLINE_SECONDS,
     InvalidControl,
     progress_deadline_seconds,
-    rollout_controls,
 )
 from dsctl.daemonset.podplan import soonest
 from dsctl.daemonset.progress import plan_progress, progressing_condition, with_progress
@@ -171,17 +170,12 @@ class StatusWriter:
                                   f"{exc.field}: {exc.message}; {DEFAULT_PROGRESS_DEADLINE_SECONDS} s applies")
             return DEFAULT_PROGRESS_DEADLINE_SECONDS
 
-    def _progressing(self, ds: Obj, old: Mapping[str, Any], status: Status, hash_: str, *, created: bool,
+    def _progressing(self, ds: Obj, old: Mapping[str, Any], plan: StatusPlan, hash_: str, *,
                      now: float) -> tuple[dict[str, Any], float | None]:
         """``old`` with its Progressing condition brought up to date, and when to look again."""
         key = f"{namespace(ds)}/{name(ds)}"
-        try:
-            controls = rollout_controls(ds)
-            held = "paused" if controls.paused else ("held" if controls.holds_back else None)
-        except InvalidControl:
-            held = "paused"  # the rolling update is held until it is fixed (the controller says so)
-        progress = plan_progress(previous=progressing_condition(old), old=Status.from_fields(old), new=status,
-                                 revision=f"{name(ds)}-{hash_}", created=created, held=held,
+        progress = plan_progress(previous=progressing_condition(old), old=Status.from_fields(old), new=plan.counters,
+                                 revision=f"{name(ds)}-{hash_}", created=plan.created_revision, held=plan.hold,
                                  deadline=self._deadline(ds), now=now, remembered=self.memory.progress_at(key))
         if progress.updated_at is not None:
             self.memory.progressed(key, progress.updated_at)
@@ -205,7 +199,7 @@ class StatusWriter:
 
         def conditions(current: Mapping[str, Any] | None) -> tuple[dict[str, Any], float | None]:
             kept = _with_failure(without_condition(current, INVALID), failure, clear=writes_ok, now=now)
-            return self._progressing(ds, kept, status, hash_, created=plan.created_revision, now=now)
+            return self._progressing(ds, kept, plan, hash_, now=now)
 
         old = status_of(ds)
         base, deadline_requeue = conditions(old)

@@ -59,6 +59,7 @@ __all__ = [
     "frozen_nodes",
     "progress_deadline_seconds",
     "rollout_controls",
+    "set_at",
 ]
 
 ANNOTATION_PREFIX = "dsctl.io/"
@@ -158,6 +159,16 @@ def _source(ds: Mapping[str, Any], field: ExtensionField) -> tuple[Any, str] | N
         if value is not None:
             return value, f"metadata.annotations[{key}]"
     return None
+
+
+def set_at(ds: Mapping[str, Any], field: ExtensionField) -> str | None:
+    """Where ``field`` is set on ``ds``, as a user would look for it: the CRD field's path or the
+    annotation's key; None when it is set nowhere."""
+    found = _source(ds, field)
+    if found is None:
+        return None
+    where = found[1]
+    return where.removeprefix("metadata.annotations[").removesuffix("]") if where.startswith("metadata.") else where
 
 
 def deprecated_annotations(ds: Mapping[str, Any]) -> tuple[str, ...]:

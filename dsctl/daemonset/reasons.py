@@ -163,8 +163,11 @@ CONDITIONS: tuple[ConditionReason, ...] = (
                     "Every node that should run the pod runs an available pod of the current revision."),
     ConditionReason(PROGRESSING, "False", PROGRESS_DEADLINE_EXCEEDED,
                     "No progress for progressDeadlineSeconds; kubectl and dsctl rollout status fail."),
-    ConditionReason(PROGRESSING, "Unknown", DAEMONSET_PAUSED, "The rollout is paused; no deadline runs."),
+    ConditionReason(PROGRESSING, "Unknown", DAEMONSET_PAUSED,
+                    "The rollout is paused; the message says where and how many pods wait. No deadline runs."),
     ConditionReason(PROGRESSING, "Unknown", ROLLOUT_HELD,
-                    "A partition or node selector holds the rollout back; no deadline runs."),
+                    "A partition or node selector holds old pods back; the message names it and the count."),
+    ConditionReason(PROGRESSING, "Unknown", INVALID_ROLLOUT_CONTROL,
+                    "A rollout control cannot be read; the rollout is held until it is fixed."),
 )
 """Every (condition type, status, reason) written to ``.status.conditions``."""

@@ -46,6 +46,7 @@ __all__ = [
     "NodePods",
     "RolloutLimits",
     "find_updated_pods_on_node",
+    "held_nodes",
     "is_pod_updated",
     "max_surge",
     "max_unavailable",
@@ -243,6 +244,23 @@ def plan_rolling_update(
         creates, deletes = _surge(nodes, limits, state, set(nodes_should_run))
     return Plan(creates=tuple(creates), deletes=tuple(deletes), updates=tuple(updates),
                 requeue_after=state.requeue)
+
+
+def held_nodes(
+    *,
+    ds: Obj,
+    nodes_should_run: Collection[str],
+    pods_by_node: Mapping[str, Sequence[Obj]],
+    hash: str,
+    controls: RolloutControls,
+    node_labels: Mapping[str, Mapping[str, str]] | None = None,
+) -> frozenset[str]:
+    """The nodes whose old pod ``controls`` keep from the rolling update: the frozen set that
+    ``plan_rolling_update`` leaves alone, from the same inputs (what a held rollout reports)."""
+    generation = template_generation(ds)
+    view = {node: list(pods_by_node.get(node, ())) for node in {*pods_by_node, *nodes_should_run}}
+    nodes = [(name, find_updated_pods_on_node(view[name], hash, generation)) for name in sorted(view)]
+    return _frozen(nodes, controls, node_labels or {})
 
 
 def _in_place(

@@ -10,7 +10,14 @@ from dsctl.controller.backoffstate import FailedPodBackoff
 from dsctl.daemonset import history as hist
 from dsctl.daemonset.eligibility import Eligibility
 from dsctl.daemonset.extensions import BURST_REPLICAS_FIELD
-from dsctl.daemonset.reasons import DEPRECATED_ANNOTATION, INVALID, REPLICA_FAILURE
+from dsctl.daemonset.reasons import (
+    DAEMONSET_PAUSED,
+    DEPRECATED_ANNOTATION,
+    INVALID,
+    INVALID_ROLLOUT_CONTROL,
+    REPLICA_FAILURE,
+    ROLLOUT_HELD,
+)
 from dsctl.daemonset.syncplan import SyncPlan, SyncSnapshot, plan_sync
 from dsctl.daemonset.template import HASH_LABEL
 from tests.unit.daemonset.objects import DS_UID, T0, make_ds, make_node, make_pod
@@ -156,3 +163,37 @@ def test_a_deprecated_annotation_gets_a_warning_on_every_sync(annotations: dict[
     plan = _plan(ds, view)
     assert [e.message for e in plan.events if e.reason == DEPRECATED_ANNOTATION] == messages
     assert all(e.type == "Warning" for e in plan.events if e.reason == DEPRECATED_ANNOTATION)
+
+
+@pytest.mark.parametrize(
+    ("annotations", "strategy", "reason", "why"),
+    [
+        pytest.param({"dsctl.io/partition": "3"}, None, ROLLOUT_HELD,
+                     "is held by partition 3 (dsctl.io/partition): 3 of 5 pods are held on older revisions",
+                     id="partition-holds-the-last-three"),
+        pytest.param({"dsctl.io/selector": "zone=a"}, None, ROLLOUT_HELD,
+                     'is held by node selector "zone=a" (dsctl.io/selector): 3 of 5 pods are held on older '
+                     "revisions", id="selector-holds-the-nodes-it-leaves-out"),
+        pytest.param({"dsctl.io/paused": "true"}, None, DAEMONSET_PAUSED,
+                     "is paused by dsctl.io/paused: 5 of 5 pods are held on older revisions", id="pause-holds-all"),
+        pytest.param({"dsctl.io/partition": "three"}, None, INVALID_ROLLOUT_CONTROL,
+                     "is held until metadata.annotations[dsctl.io/partition] is fixed: must be a non-negative "
+                     "integer, not 'three'", id="invalid-control"),
+        pytest.param({"dsctl.io/partition": "3"}, {"type": "OnDelete"}, None, None, id="on-delete-holds-nothing"),
+        pytest.param({}, None, None, None, id="no-control"),
+    ],
+)
+def test_the_status_plan_says_what_holds_the_rollout(annotations: dict[str, str], strategy: dict[str, Any] | None,
+                                                     reason: str | None, why: str | None) -> None:
+    """Five nodes with old pods: the hold counts the nodes the rolling update leaves alone, as it counts them."""
+    ds = make_ds(annotations=annotations, strategy=strategy)
+    nodes = tuple(f"n{i}" for i in range(5))
+    view, _ = _world(ds, nodes=nodes)
+    for name in nodes:
+        view.node_objs[name]["metadata"]["labels"] = {"zone": "a" if name in ("n0", "n1") else "b"}
+        pod = make_pod(name, hash="old", ready=True, ready_since=T0 - 100)
+        view.pod_objs[pod["metadata"]["name"]] = pod
+    plan = _plan(ds, view)
+    assert plan.status is not None
+    hold = plan.status.hold
+    assert (None if hold is None else (hold.reason, hold.why)) == (None if reason is None else (reason, why))
