@@ -20,15 +20,14 @@ from __future__ import annotations
 
 import gc
 
-__all__ = ["THRESHOLDS", "freeze_caches", "tune_collector"]
+from dsctl.tuning import GC_THRESHOLDS
 
-#: (young, middle, old): a young collection per 50,000 net allocations instead of 700.
-THRESHOLDS = (50_000, 50, 100)
+__all__ = ["freeze_caches", "tune_collector"]
 
 
 def tune_collector() -> None:
-    """Apply ``THRESHOLDS``; idempotent."""
-    gc.set_threshold(*THRESHOLDS)
+    """Apply ``GC_THRESHOLDS``; idempotent."""
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def freeze_caches() -> int:

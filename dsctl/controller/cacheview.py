@@ -29,6 +29,7 @@ from dsctl.informer import BY_OWNER_UID, Informer, ReadOnlyStore, by_owner_uid, 
 from dsctl.informer.projections import make_pod_projection, project_node
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import CONTROLLER_REVISIONS, NODES, PODS, PRIORITY_CLASSES, Resource
+from dsctl.tuning import DAEMONSET_RESYNC_SECONDS
 from dsctl_api.objects import namespace
 from dsctl_api.pods import controller_ref
 
@@ -41,8 +42,6 @@ __all__ = [
     "by_target_node",
     "orphans_by_namespace",
 ]
-
-DAEMONSET_RESYNC_SECONDS = 600.0
 
 BY_TARGET_NODE = "byTargetNode"
 ORPHANS_BY_NAMESPACE = "orphansByNamespace"

@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import Resource
+from dsctl.tuning import BACKOFF_GC_SECONDS
 from dsctl.workqueue import RateLimitingQueue, default_controller_rate_limiter
 from dsctl_api.objects import deletion_timestamp
 from dsctl_api.objects import uid as object_uid
@@ -180,7 +181,7 @@ class DaemonSetController:
 
     async def _gc_backoff(self) -> None:
         while True:
-            await asyncio.sleep(60.0)
+            await asyncio.sleep(BACKOFF_GC_SECONDS)
             self.state.backoff.gc(now=self.wall())
 
     # -- health -------------------------------------------------------------------------------

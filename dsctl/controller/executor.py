@@ -32,6 +32,7 @@ from dsctl.daemonset.podplan import soonest
 from dsctl.daemonset.syncplan import OwnershipWrite, SyncPlan
 from dsctl.kube import errors
 from dsctl.kube.resources import CONTROLLER_REVISIONS, PODS, Resource
+from dsctl.tuning import STATUS_REFRESH_SECONDS
 from dsctl_api import gojson
 from dsctl_api.objects import meta
 from dsctl_api.objects import name as name_of
@@ -61,10 +62,6 @@ class SyncReport:
     deleted: int = 0
     patched: int = 0
     errors: int = 0
-
-
-STATUS_REFRESH_SECONDS = 1.0
-"""While a run of creating syncs lasts, its status is still written at least this often."""
 
 
 def _status_follows(plan: SyncPlan, report: SyncReport, *, written_recently: bool) -> bool:

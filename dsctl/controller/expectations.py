@@ -32,11 +32,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dsctl.tuning import UNKNOWN_OUTCOME_TTL
 from dsctl_api.objects import resource_version, uid
 
-__all__ = ["EXPECTATIONS_TTL", "UNKNOWN_OUTCOME_TTL", "Expectations", "PendingPatches", "Record"]
+__all__ = ["EXPECTATIONS_TTL", "Expectations", "PendingPatches", "Record"]
 
 EXPECTATIONS_TTL = 5 * 60.0
+"""Upstream's ``ExpectationsTimeout``."""
 
 
 @dataclass(slots=True)
@@ -122,9 +124,6 @@ class Expectations:
         """Whether a record of ``key`` is kept."""
         return key in self._records
 
-
-UNKNOWN_OUTCOME_TTL = 15.0
-"""Seconds a patch with no answer stays expected: far above any watch delay seen in practice."""
 
 Lookup = Callable[[str], Mapping[str, Any] | None]
 """``namespace/name`` to the cached pod, or None."""

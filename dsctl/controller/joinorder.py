@@ -19,13 +19,12 @@ from dataclasses import dataclass, field
 import structlog
 
 from dsctl.daemonset.podplan import Plan, soonest
+from dsctl.tuning import JOIN_HOLD_SECONDS, JOIN_RECHECK_SECONDS
 
-__all__ = ["RECHECK_SECONDS", "JoinOrder"]
+__all__ = ["JoinOrder"]
 
 log = structlog.get_logger(__name__)
 
-RECHECK_SECONDS = 0.05
-"""How soon a DaemonSet held back on a new node looks again."""
 
 
 @dataclass
@@ -37,7 +36,7 @@ class _Join:
 class JoinOrder:
     """Per-node pending syncs after a join; all times are the caller's monotonic clock."""
 
-    def __init__(self, *, hold: float = 10.0) -> None:
+    def __init__(self, *, hold: float = JOIN_HOLD_SECONDS) -> None:
         self.hold = hold
         self._joins: dict[str, _Join] = {}
 
@@ -63,13 +62,13 @@ class JoinOrder:
         return out
 
     def hold_back(self, key: str, priority: int, plan: Plan, *, now: float) -> Plan:
-        """``plan`` without the creates ``deferred`` names; those come back in ``RECHECK_SECONDS``."""
+        """``plan`` without the creates ``deferred`` names; those come back in ``JOIN_RECHECK_SECONDS``."""
         held = self.deferred(key, priority, plan.creates, now=now)
         if not held:
             return plan
         log.debug("creates_after_higher_priority", key=key, nodes=len(held))
         return dataclasses.replace(plan, creates=tuple(n for n in plan.creates if n not in held),
-                                   requeue_after=soonest(plan.requeue_after, RECHECK_SECONDS))
+                                   requeue_after=soonest(plan.requeue_after, JOIN_RECHECK_SECONDS))
 
     def synced(self, key: str, *, started: float) -> None:
         """A sync of ``key`` that began at ``started`` ended: it saw every node joined before."""

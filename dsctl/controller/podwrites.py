@@ -39,6 +39,7 @@ from dsctl.daemonset.template import pod_factory
 from dsctl.kube import errors
 from dsctl.kube.encoded import JsonTemplate
 from dsctl.kube.resources import PODS
+from dsctl.tuning import SPLICE_FROM
 from dsctl_api.objects import name as name_of
 from dsctl_api.objects import namespace as namespace_of
 from dsctl_api.objects import uid as uid_of
@@ -51,12 +52,6 @@ from .writes import CREATE_POD, DELETE_POD, WriteSignals
 __all__ = ["ExecutionResult", "PodWriter", "patch_in_place"]
 
 log = structlog.get_logger(__name__)
-
-SPLICE_FROM = 4
-"""Fewest creates in a sync for which its pods are spliced from one encoded template. Making the
-template costs about 50 µs, building and encoding a pod about 19 µs and splicing one 0.6 µs
-(BENCHMARKS.md §20): splicing pays from 3 creates; 4 leaves a margin."""
-
 
 @dataclass
 class ExecutionResult:

@@ -38,6 +38,7 @@ from dsctl.daemonset.syncplan import ConditionWrite, StatusPlan
 from dsctl.informer import object_key
 from dsctl.kube import errors
 from dsctl.kube.resources import Resource
+from dsctl.tuning import GONE_SECONDS
 from dsctl_api.objects import meta as meta_of
 from dsctl_api.objects import name, namespace, resource_version
 from dsctl_api.objects import status as status_of
@@ -47,10 +48,7 @@ from .metrics import DaemonSetGauges
 from .recorder import EventRecorder
 from .writes import UPDATE_STATUS, Failure, WriteSignals
 
-__all__ = ["GONE_SECONDS", "StatusMemory", "StatusWriter"]
-
-GONE_SECONDS = 5.0
-"""How long a DaemonSet the API answered 404 for is taken as deleted over a cache that still holds it."""
+__all__ = ["StatusMemory", "StatusWriter"]
 
 Obj = Mapping[str, Any]
 

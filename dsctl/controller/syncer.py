@@ -38,11 +38,12 @@ from dsctl.daemonset.podplan import soonest
 from dsctl.daemonset.syncplan import SyncPlan, SyncSnapshot, plan_sync
 from dsctl.informer import ReadOnlyStore
 from dsctl.kube.resources import Resource
+from dsctl.tuning import DEFERRED_STATUS_SECONDS, RECOUNT_SECONDS
 from dsctl_api.objects import generation as generation_of
 from dsctl_api.objects import uid as uid_of
 
 from .cacheview import CacheView
-from .executor import STATUS_REFRESH_SECONDS, SyncExecutor, SyncReport
+from .executor import SyncExecutor, SyncReport
 from .metrics import PlanMetrics
 from .outcome import Deferred, Done, Outcome
 from .state import RuntimeState
@@ -52,17 +53,6 @@ __all__ = ["Syncer"]
 log = structlog.get_logger(__name__)
 
 Obj = Mapping[str, Any]
-
-DEFERRED_STATUS_SECONDS = 2 * STATUS_REFRESH_SECONDS
-"""A sync held back by its expectations runs anyway, to write status, once the status is this old.
-
-Twice the creating syncs' own refresh: at one second both raced, and when the status fell due
-in the wait for a batch's ADDED events, a status-only sync took the key for its round trip
-(20 to 30 ms on a busy server) just as the events released the next creating sync."""
-
-RECOUNT_SECONDS = 300.0
-"""How often a DaemonSet is planned from scratch and compared with its incremental table."""
-
 
 class Syncer:
     """``sync(key)`` for one controller; one call at a time per key (the queue's guarantee)."""

@@ -110,12 +110,12 @@ def test_join_of_equal_priorities_records_nothing() -> None:
 
 def test_hold_back_drops_deferred_creates_and_requeues() -> None:
     """Creates on a node waiting for a higher priority leave the plan, which comes back soon."""
-    from dsctl.controller.joinorder import RECHECK_SECONDS
     from dsctl.daemonset.podplan import Plan
+    from dsctl.tuning import JOIN_RECHECK_SECONDS
 
     order = JoinOrder()
     order.node_wanted("n1", [("cni", 100), ("logs", 0)], now=0.0)
     plan = order.hold_back("logs", 0, Plan(creates=("n0", "n1")), now=1.0)
-    assert plan.creates == ("n0",) and plan.requeue_after == RECHECK_SECONDS
+    assert plan.creates == ("n0",) and plan.requeue_after == JOIN_RECHECK_SECONDS
     order.synced("cni", started=0.5)
     assert order.hold_back("logs", 0, Plan(creates=("n1",)), now=1.0).creates == ("n1",)

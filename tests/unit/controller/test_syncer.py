@@ -18,19 +18,19 @@ from dsctl.controller.cacheview import (
     orphans_by_namespace,
 )
 from dsctl.controller.executor import SyncExecutor
-from dsctl.controller.joinorder import RECHECK_SECONDS
 from dsctl.controller.metrics import PlanMetrics
 from dsctl.controller.outcome import Deferred, Done, Retry
 from dsctl.controller.podwrites import PodWriter
 from dsctl.controller.recorder import EventRecorder
 from dsctl.controller.state import RuntimeState
-from dsctl.controller.statuswriter import GONE_SECONDS, StatusWriter
+from dsctl.controller.statuswriter import StatusWriter
 from dsctl.controller.syncer import Syncer
 from dsctl.controller.writes import WriteSignals
 from dsctl.daemonset.template import target_node
 from dsctl.informer import BY_OWNER_UID, ReadOnlyStore, Store, by_owner_uid
 from dsctl.kube import errors
 from dsctl.kube.resources import DAEMONSETS, PODS
+from dsctl.tuning import GONE_SECONDS, JOIN_RECHECK_SECONDS
 from tests.unit.daemonset.objects import T0, make_ds, make_node
 
 from .fakeclient import FakeClient
@@ -236,7 +236,7 @@ async def test_a_replaced_daemonset_gets_no_status_from_its_predecessor() -> Non
 
 async def test_creates_held_for_a_higher_priority_daemonset_come_back_in_a_recheck() -> None:
     """A node joined that a DaemonSet of higher priority also wants and has not synced for yet:
-    the create there is left out, and the sync itself asks to come back in ``RECHECK_SECONDS``.
+    the create there is left out, and the sync itself asks to come back in ``JOIN_RECHECK_SECONDS``.
     Another event may never come (this DaemonSet's pods may all be settled), so without that
     requeue the node would wait for the periodic resync."""
     rig = Rig(nodes=2)
@@ -245,9 +245,9 @@ async def test_creates_held_for_a_higher_priority_daemonset_come_back_in_a_reche
     rig.state.join_order.node_wanted("n9", [(KEY, 0), ("default/critical", 100)], now=rig.clock())
     rig.add_node("n9")
     outcome = await rig.sync()
-    assert isinstance(outcome, Done) and outcome.requeue_after == RECHECK_SECONDS
+    assert isinstance(outcome, Done) and outcome.requeue_after == JOIN_RECHECK_SECONDS
     assert rig.pods_on() == ["n0", "n1"]
     rig.state.join_order.synced("default/critical", started=rig.clock())
-    rig.clock.now += RECHECK_SECONDS
+    rig.clock.now += JOIN_RECHECK_SECONDS
     await rig.sync()
     assert rig.pods_on() == ["n0", "n1", "n9"]
