@@ -150,7 +150,7 @@ class PodWriter:
                 return
             batch = nodes[position : position + size]
             if make_pod is None:
-                # Built where new_pod used to raise TemplateError: at the first batch sent.
+                # Built at the first batch sent, so a template error surfaces where a create would.
                 make_pod = pod_factory(ds, hash=hash_, direct_binding=self.direct_binding)
                 if len(nodes) >= SPLICE_FROM:
                     make_pod = _encoded_factory(make_pod, probe=batch[0])

@@ -101,7 +101,7 @@ class EventRecorder:
         }
         # One line per Warning; Normal events (a SuccessfulCreate per pod) only at debug level.
         # The level is checked first because even a filtered call costs: the module's lazy
-        # structlog proxy builds a bound logger on every call (5 us, one per pod created).
+        # structlog proxy builds a bound logger on every call, one per pod created.
         # The stdlib level is the one ``dsctl.app.logging`` gives structlog's filter.
         if event_type == "Warning":
             log.info("event", type=event_type, reason=reason, object=f"{ref['namespace']}/{ref['name']}",

@@ -2,7 +2,7 @@
 
 A status is written only when it changed. Its conditions come from three places:
 ``ReplicaFailure`` from the writes that failed in this sync (``WriteSignals``), cleared once a
-sync's writes all went through; ``Progressing`` from the rollout (``ProgressTracker``); and the
+sync's writes all went through; ``Progressing`` from the rollout (``_progressing``); and the
 plan's own condition when the sync could not act (``Invalid``, a revision out of range).
 
 ``dsctl.daemonset.progress`` decides the ``Progressing`` condition purely; the writer passes it

@@ -15,8 +15,8 @@ One departure from upstream, which syncs on every wake-up: while a DaemonSet's o
 deletes are still on their way back (expectations unsatisfied), its spec is the one last
 planned, and its status was written less than ``DEFERRED_STATUS_SECONDS`` ago, a sync is put
 off until the status is due (``Deferred``). Such a sync could only write status, and the event that
-satisfies the expectations syncs again anyway; in a cold start it ran between every two
-creating syncs, on the critical path (BENCHMARKS.md §17). A run of syncs cut short by the burst
+satisfies the expectations syncs again anyway; in a cold start it would run between every two
+creating syncs, on the critical path (ADR 0062). A run of syncs cut short by the burst
 cap writes its status every ``STATUS_REFRESH_SECONDS`` itself, after its creates (``executor``),
 so the longer bound here only serves a run that stalls; a sync that created all it planned
 leaves the status to the sync its ADDED events bring. The changes noted meanwhile stay in

@@ -1,7 +1,7 @@
 """Every API write the controller issues, and what its failure says.
 
-A refused write must never stall a DaemonSet silently (issue 14: a ControllerRevision create
-refused with 422 was retried for ever with nothing but an info line). Every write goes
+A refused write must never stall a DaemonSet silently, retried for ever with nothing but a log
+line (ADR 0038). Every write goes
 through ``WriteSignals.guard`` or ``WriteSignals.report``, and a failure produces, for the
 writes marked so in ``WRITES``:
 

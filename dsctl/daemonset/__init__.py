@@ -10,15 +10,16 @@ the steps, following upstream's ``syncDaemonSet``), and carried out in the same 
 nodes that changed since the previous one.
 
 Runtime state that changes as the controller writes (expectations, the failed-pod backoff
-entries, pending in-place patches) is not domain: it lives beside the executor in
-``dsctl.controller``. Planners read the backoff only through ``backoff.BackoffView``.
+entries, pending in-place patches) is not domain: it lives in ``dsctl.controller``, owned by
+``dsctl.controller.state.RuntimeState``. Planners read the backoff only through
+``backoffview.BackoffView``.
 
 Public surface of the modules owned here (the rolling update and history planners live in
 ``update``, ``history`` and ``hashing``):
 
 - ``access``: readers of DaemonSet and pod fields; what every object shares (metadata, spec,
   status) is read through ``dsctl_api.objects``. Either way a malformed field reads as absent.
-- ``plan``: ``Plan``, ``PodRef``, ``Event``, ``Status``, ``merge_plans``, ``soonest``.
+- ``podplan``: ``Plan``, ``PodRef``, ``Event``, ``merge_plans``, ``soonest`` (the pod plan).
 - ``syncplan``: ``plan_sync``, ``SyncSnapshot``, ``SyncPlan``, ``ClusterView``.
 - ``nodetable``: ``plan_node``, ``NodeTable``, ``Basis`` (incremental planning).
 - ``sharedmap``: ``SharedMap``, the immutable mapping whose updates share unchanged entries
@@ -33,7 +34,9 @@ Public surface of the modules owned here (the rolling update and history planner
 - ``ownership``: ``claim``, ``adopt_patch``, ``release_patch``.
 - ``backoffview``: ``BackoffView`` (what planners read), ``backoff_key``.
 - ``manage``: ``plan_manage``, ``manage_node``, ``slow_start_batches``, ``cap_burst``, ``BURST_REPLICAS``.
-- ``status``: ``compute_status``, ``status_changed``, ``status_with``, ``availability_requeue``.
+- ``status``: ``Status``, ``compute_status``, ``status_changed``, ``status_with``, ``availability_requeue``.
+- ``progress``: ``plan_progress``, ``rollout_hold`` (the ``Progressing`` condition).
+- ``reasons``: ``EVENT_REASONS``, ``CONDITIONS`` (every Event reason and condition, with its meaning).
 - ``validation``: ``validate_daemonset``; ``conditions``: ``set_condition``, ``without_condition``.
 - ``extensions``: ``EXTENSION_FIELDS`` (every field beyond apps/v1, with its annotation), ``rollout_controls``
   (partition, paused, selector, rollingUpdateType), ``progress_deadline_seconds``, ``effective_burst``.

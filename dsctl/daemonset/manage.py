@@ -151,7 +151,7 @@ def _surge(
     # Of several pods of one side (current revision, or older ones), keep the most useful:
     # available first, then Ready, then upstream's order (bound, older, name). Upstream keeps
     # the oldest alone; with creation times in whole seconds a tie falls to the name and can
-    # keep a starting pod while deleting the node's only available one (found by the chaos soak).
+    # keep a starting pod while deleting the node's only available one (ADR 0011).
     def usefulness(pod: Mapping[str, Any]) -> int:
         if is_pod_available(pod, min_ready, out.now):
             return 0

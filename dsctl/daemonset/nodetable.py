@@ -13,7 +13,7 @@ Three things make an outcome depend on more than its node and pods, and each is 
 - Time and backoff: a node with a failed pod, a manage requeue, or a Ready pod still waiting
   out ``minReadySeconds`` is *volatile*; every sync re-plans the volatile nodes.
 - Nothing else. Whoever calls ``updated`` must name every node whose object or pods changed
-  since the table was made; ``dsctl.controller.changes`` collects them from the informers.
+  since the table was made; ``dsctl.controller.planmemory.ChangeLog`` collects them from the informers.
 
 A table built from scratch and a table updated step by step over the same history are equal
 (``tests/unit/daemonset/test_nodetable_property.py`` checks it over random event sequences).
