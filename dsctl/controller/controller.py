@@ -27,13 +27,12 @@ from .cacheview import Caches
 from .executor import SyncExecutor
 from .handlers import Handlers
 from .metrics import PlanMetrics, WriteErrorMetrics
-from .outcome import Outcome
 from .podwrites import PodWriter
 from .recorder import EventRecorder
 from .state import RuntimeState
 from .statuswriter import StatusWriter
 from .syncer import Syncer
-from .workers import WorkerPool
+from .workers import Outcome, WorkerPool
 from .writes import WriteSignals
 
 __all__ = ["ControllerSettings", "DaemonSetController"]

@@ -38,14 +38,21 @@ from dsctl_api.objects import meta
 from dsctl_api.objects import name as name_of
 from dsctl_api.objects import status as status_of
 
-from .apiclient import SyncClient
 from .backoffstate import FailedPodBackoff
 from .expectations import PendingPatches
-from .outcome import Done, Outcome, Retry, Terminal
 from .podwrites import PodWriter, patch_in_place
 from .recorder import EventRecorder
 from .statuswriter import StatusWriter
-from .writes import CREATE_REVISION, DELETE_REVISION, PATCH_POD, PATCH_REVISION, UPDATE_REVISION, WriteSignals
+from .workers import Done, Outcome, Retry, Terminal
+from .writes import (
+    CREATE_REVISION,
+    DELETE_REVISION,
+    PATCH_POD,
+    PATCH_REVISION,
+    UPDATE_REVISION,
+    SyncClient,
+    WriteSignals,
+)
 
 __all__ = ["SyncExecutor", "SyncReport"]
 

@@ -44,10 +44,9 @@ from dsctl_api.objects import name as name_of
 from dsctl_api.objects import namespace as namespace_of
 from dsctl_api.objects import uid as uid_of
 
-from .apiclient import SyncClient
 from .expectations import Expectations, PendingPatches
 from .recorder import EventRecorder
-from .writes import CREATE_POD, DELETE_POD, WriteSignals
+from .writes import CREATE_POD, DELETE_POD, SyncClient, WriteSignals
 
 __all__ = ["ExecutionResult", "PodWriter", "patch_in_place"]
 

@@ -43,10 +43,9 @@ from dsctl_api.objects import meta as meta_of
 from dsctl_api.objects import name, namespace, resource_version
 from dsctl_api.objects import status as status_of
 
-from .apiclient import SyncClient
 from .metrics import DaemonSetGauges
 from .recorder import EventRecorder
-from .writes import UPDATE_STATUS, Failure, WriteSignals
+from .writes import UPDATE_STATUS, Failure, SyncClient, WriteSignals
 
 __all__ = ["StatusMemory", "StatusWriter"]
 

@@ -45,8 +45,8 @@ from dsctl_api.objects import uid as uid_of
 from .cacheview import CacheView
 from .executor import SyncExecutor, SyncReport
 from .metrics import PlanMetrics
-from .outcome import Deferred, Done, Outcome
 from .state import RuntimeState
+from .workers import Deferred, Done, Outcome
 
 __all__ = ["Syncer"]
 

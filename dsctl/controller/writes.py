@@ -1,4 +1,8 @@
-"""Every API write the controller issues, and what its failure says.
+"""Every API write the controller issues: the client it goes through, and what its failure says.
+
+A sync writes through ``SyncClient``, the narrow face of ``dsctl.kube.client.KubeClient``: only
+the verbs a sync uses are there, so a unit test's fake stays small and a new verb is a visible
+decision.
 
 A refused write must never stall a DaemonSet silently, retried for ever with nothing but a log
 line (ADR 0038). Every write goes
@@ -40,6 +44,8 @@ from dsctl.daemonset.reasons import (
     FAILED_UPDATE_STATUS,
 )
 from dsctl.kube import errors
+from dsctl.kube.client import PatchType
+from dsctl.kube.resources import Resource
 from dsctl_api.objects import name as name_of
 from dsctl_api.objects import namespace as namespace_of
 
@@ -59,6 +65,7 @@ __all__ = [
     "WRITES",
     "Failure",
     "ReplicaFailures",
+    "SyncClient",
     "Write",
     "WriteSignals",
     "describe",
@@ -106,6 +113,35 @@ PATCH_EVENT = Write("patch", "events", "Event", None, None, "", "the count of a 
 
 WRITES: tuple[Write, ...] = (CREATE_POD, DELETE_POD, PATCH_POD, CREATE_REVISION, UPDATE_REVISION, PATCH_REVISION,
                              DELETE_REVISION, UPDATE_STATUS, CREATE_EVENT, PATCH_EVENT)
+
+
+class SyncClient(Protocol):
+    """The verbs of one sync: read one object live, and write."""
+
+    async def get(self, res: Resource, name: str, *, namespace: str | None = None) -> dict[str, Any]: ...
+
+    async def create(
+        self, res: Resource, body: Mapping[str, Any], *, namespace: str | None = None,
+        field_manager: str | None = None,
+    ) -> dict[str, Any]: ...
+
+    async def update(self, res: Resource, body: Mapping[str, Any], *, namespace: str | None = None) -> dict[str, Any]:
+        ...
+
+    async def update_status(
+        self, res: Resource, body: Mapping[str, Any], *, namespace: str | None = None
+    ) -> dict[str, Any]: ...
+
+    async def patch(
+        self, res: Resource, name: str, body: Any, *, namespace: str | None = None, patch_type: PatchType = "merge",
+        subresource: str | None = None, field_manager: str | None = None,
+    ) -> dict[str, Any]: ...
+
+    async def delete(
+        self, res: Resource, name: str, *, namespace: str | None = None, preconditions_uid: str | None = None,
+        preconditions_resource_version: str | None = None, propagation_policy: str | None = None,
+        grace_period_seconds: int | None = None, retry_server_errors: bool = True,
+    ) -> dict[str, Any]: ...
 
 
 class Recorder(Protocol):

@@ -15,11 +15,11 @@ from dsctl.controller.backoffstate import FailedPodBackoff
 from dsctl.controller.executor import SyncExecutor
 from dsctl.controller.expectations import Expectations, PendingPatches
 from dsctl.controller.metrics import DaemonSetGauges
-from dsctl.controller.outcome import Done, Outcome, Retry, Terminal
 from dsctl.controller.podwrites import PodWriter
 from dsctl.controller.recorder import EventRecorder
 from dsctl.controller.state import RuntimeState
 from dsctl.controller.statuswriter import StatusMemory, StatusWriter
+from dsctl.controller.workers import Done, Outcome, Retry, Terminal
 from dsctl.controller.writes import WriteSignals
 from dsctl.daemonset import history as hist
 from dsctl.daemonset.eligibility import Eligibility

@@ -19,12 +19,12 @@ from dsctl.controller.cacheview import (
 )
 from dsctl.controller.executor import SyncExecutor
 from dsctl.controller.metrics import PlanMetrics
-from dsctl.controller.outcome import Deferred, Done, Retry
 from dsctl.controller.podwrites import PodWriter
 from dsctl.controller.recorder import EventRecorder
 from dsctl.controller.state import RuntimeState
 from dsctl.controller.statuswriter import StatusWriter
 from dsctl.controller.syncer import Syncer
+from dsctl.controller.workers import Deferred, Done, Retry
 from dsctl.controller.writes import WriteSignals
 from dsctl.daemonset.template import target_node
 from dsctl.informer import BY_OWNER_UID, ReadOnlyStore, Store, by_owner_uid
