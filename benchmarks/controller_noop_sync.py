@@ -49,7 +49,7 @@ from common import (
     write_result,
 )
 
-from dsctl.controller.backoff import FailedPodBackoff
+from dsctl.controller.backoffstate import FailedPodBackoff
 from dsctl.controller.cacheview import (
     BY_TARGET_NODE,
     ORPHANS_BY_NAMESPACE,

@@ -249,11 +249,11 @@ async def progress(controller: Any, *, until_converged: bool, timeout: float) ->
     nodes: dict[str, str] = {}
     started = time.monotonic()
     while True:
-        current = {n["metadata"]["name"]: _node_state(n) for n in controller.nodes.store.list()}
+        current = {n["metadata"]["name"]: _node_state(n) for n in controller.caches.nodes.store.list()}
         for line in node_lines(nodes, current):
             print(line)
         nodes = current
-        daemonsets = sorted(controller.daemonsets.store.list(),
+        daemonsets = sorted(controller.caches.daemonsets.store.list(),
                             key=lambda d: (d["metadata"]["namespace"], natural_key(d["metadata"]["name"])))
         for ds in daemonsets:
             s = ds.get("status") or {}

@@ -487,7 +487,7 @@ _LABEL_SELECTOR = "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"
 
 
 def rollout_controls(defs: Mapping[str, Schema]) -> Schema:
-    """dsctl's fields beyond apps/v1 under ``rollingUpdate``; see ``dsctl.daemonset.controls``.
+    """dsctl's fields beyond apps/v1 under ``rollingUpdate``; see ``dsctl.daemonset.extensions``.
 
     Without them a real apiserver prunes the fields from every write (structural schema).
     """
@@ -516,7 +516,7 @@ def rollout_controls(defs: Mapping[str, Schema]) -> Schema:
 
 
 def spec_limits() -> Schema:
-    """dsctl's fields beyond apps/v1 at ``spec`` level; see ``dsctl.daemonset.speclimits``."""
+    """dsctl's fields beyond apps/v1 at ``spec`` level; see ``dsctl.daemonset.extensions``."""
     return {
         "burstReplicas": {
             "description": "dsctl: at most this many pod creates, and this many deletes, in flight for this "

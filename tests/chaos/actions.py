@@ -33,7 +33,7 @@ __all__ = [
     "set_taint",
 ]
 
-IN_PLACE_ANNOTATION = "dsctl.io/rollingUpdateType"
+IN_PLACE_ANNOTATION = "dsctl.io/rolling-update-type"
 
 T = TypeVar("T")
 

@@ -192,7 +192,7 @@ def _scaled(value: Any, total: int) -> int:
 
 
 IN_PLACE = "inPlace"
-"""Strategy key (not sent as such): the DaemonSet carries ``dsctl.io/rollingUpdateType: InPlaceIfPossible``."""
+"""Strategy key (not sent as such): the DaemonSet carries ``dsctl.io/rolling-update-type: InPlaceIfPossible``."""
 
 
 def _strategy(rng: random.Random, *, allow_on_delete: bool) -> dict[str, Any]:

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from dsctl.controller.backoff import FailedPodBackoff
-from dsctl.daemonset.backoff import backoff_key
+from dsctl.controller.backoffstate import FailedPodBackoff
+from dsctl.daemonset.backoffview import backoff_key
 from dsctl.daemonset.eligibility import Fit
 from dsctl.daemonset.manage import allows_surge, cap_burst, plan_manage, slow_start_batches
 from dsctl.daemonset.ownership import claim
-from dsctl.daemonset.plan import Event, Plan, PodRef
+from dsctl.daemonset.podplan import Event, Plan, PodRef
 from dsctl.daemonset.podsort import group_by_node
 from dsctl_api.labels import selector_from_label_selector
 

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsctl.controller.backoff import FailedPodBackoff
+from dsctl.controller.backoffstate import FailedPodBackoff
 from dsctl.daemonset.eligibility import eligibility_signature, evaluate_nodes, node_should_run
 from dsctl.daemonset.history import plan_history, plan_history_cleanup
 from dsctl.daemonset.manage import plan_manage

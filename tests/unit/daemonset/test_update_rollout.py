@@ -19,10 +19,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsctl.controller.backoff import FailedPodBackoff
+from dsctl.controller.backoffstate import FailedPodBackoff
 from dsctl.daemonset.eligibility import Fit
 from dsctl.daemonset.manage import plan_manage
-from dsctl.daemonset.plan import Plan
+from dsctl.daemonset.podplan import Plan
 from dsctl.daemonset.template import HASH_LABEL
 from dsctl.daemonset.update import plan_rolling_update
 from dsctl_api.pods import is_pod_available, is_pod_ready

@@ -6,7 +6,7 @@ So each (DaemonSet, generation, node) has a delay during which its failed pod is
 The key includes ``status.observedGeneration``: a new template generation gets a fresh start.
 
 The state itself changes as the controller replaces pods, so it lives beside the executor
-(``dsctl.controller.backoff.FailedPodBackoff``). Planners see only ``BackoffView``: they
+(``dsctl.controller.backoffstate.FailedPodBackoff``). Planners see only ``BackoffView``: they
 ask whether a key is in backoff and for how long, and return the keys to step in
 ``Plan.backoff_steps``; the controller steps them when it applies the plan.
 """

@@ -1,10 +1,10 @@
-"""The values that pure planners return and the controller executes.
+"""The pod plan: the pod writes, events and requeue that the manage and rolling-update planners return.
 
-Every planner in ``dsctl.daemonset`` (manage, rolling update, status) is a function from
-objects already in the cache to one of these frozen values; ``syncplan.SyncPlan`` gathers
-them for one sync. ``dsctl.controller.executor`` is the only place that turns them into API
-calls, events, backoff steps and requeues, so planners are tested table-driven without any
-fake client.
+Both planners are functions from objects already in the cache to a ``Plan``;
+``syncplan.SyncPlan`` carries the merged one as its ``pods`` stage (the counters are
+``status.Status``, summed from the per-node outcomes of ``nodetable.NodeTable``).
+``dsctl.controller.executor`` is the only place that turns a plan into API calls, events,
+backoff steps and requeues, so planners are tested table-driven without any fake client.
 
 Conventions the executor relies on:
 
@@ -28,17 +28,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from dsctl_api.objects import as_int, as_map, name, namespace, uid
+from dsctl_api.objects import name, namespace, uid
 
 __all__ = [
-    "STATUS_FIELDS",
     "Event",
     "EventType",
     "ImageChange",
     "Plan",
     "PodRef",
     "PodUpdate",
-    "Status",
     "merge_plans",
     "soonest",
 ]
@@ -170,42 +168,3 @@ def merge_plans(plans: Iterable[Plan]) -> Plan:
         requeue_after=requeue,
         backoff_steps=tuple(steps),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class Status:
-    """The seven DaemonSet status counters, as computed from the cache.
-
-    ``observedGeneration`` and ``collisionCount`` are not here: the controller sets the first
-    when it writes, and only revision snapshots change the second.
-    """
-
-    desired_number_scheduled: int = 0
-    current_number_scheduled: int = 0
-    number_misscheduled: int = 0
-    number_ready: int = 0
-    number_available: int = 0
-    number_unavailable: int = 0
-    updated_number_scheduled: int = 0
-
-    def as_fields(self) -> dict[str, int]:
-        """The counters under their API (camelCase) names, ready to merge into ``status``."""
-        return {api: getattr(self, attr) for attr, api in STATUS_FIELDS.items()}
-
-    @classmethod
-    def from_fields(cls, status: Mapping[str, Any] | None) -> Status:
-        """Read the counters of an existing ``status`` dict; missing or non-int values are 0."""
-        source = as_map(status)
-        return cls(**{attr: as_int(source.get(api)) for attr, api in STATUS_FIELDS.items()})
-
-
-STATUS_FIELDS: dict[str, str] = {
-    "desired_number_scheduled": "desiredNumberScheduled",
-    "current_number_scheduled": "currentNumberScheduled",
-    "number_misscheduled": "numberMisscheduled",
-    "number_ready": "numberReady",
-    "number_available": "numberAvailable",
-    "number_unavailable": "numberUnavailable",
-    "updated_number_scheduled": "updatedNumberScheduled",
-}
-"""Status attribute name → API field name, in the order ``kubectl`` prints them."""

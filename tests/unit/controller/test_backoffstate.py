@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dsctl.controller.backoff import FailedPodBackoff
+from dsctl.controller.backoffstate import FailedPodBackoff
 
 KEY = "uid/1/node-0"
 
@@ -63,7 +63,9 @@ def test_gc_and_forget() -> None:
     backoff.next("b/1/n1", now=15.0)
     assert backoff.gc(now=20.5) == 1
     assert len(backoff) == 2
-    assert backoff.forget("a") == 1
+    assert backoff.holds("default/a", "a")
+    backoff.forget("default/a", "a")
+    assert not backoff.holds("default/a", "a")
     assert len(backoff) == 1 and backoff.get("b/1/n1") == 1.0
 
 

@@ -1,4 +1,4 @@
-"""``ChangeLog``: which nodes a DaemonSet's next sync must re-plan, and when it must plan them all."""
+"""``ChangeLog`` (the nodes a DaemonSet's next sync re-plans) and ``PlanMemory`` (its last table, verdicts)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ from collections.abc import Callable
 
 import pytest
 
-from dsctl.controller.changes import ChangeLog
+from dsctl.controller.planmemory import ChangeLog, PlanMemory
+from dsctl.daemonset.nodetable import NodeTable
+from tests.unit.daemonset.objects import make_ds, make_node
 
 Step = Callable[[ChangeLog], None]
 
@@ -24,7 +26,7 @@ Step = Callable[[ChangeLog], None]
                      id="pod-without-target-node"),
         pytest.param([lambda c: c.take("a"), lambda c: c.node_changed("n1"), lambda c: c.everything("a")], None,
                      id="resync-plans-everything"),
-        pytest.param([lambda c: c.take("a"), lambda c: c.forget("a"), lambda c: c.node_changed("n1")], None,
+        pytest.param([lambda c: c.take("a"), lambda c: c.forget("a", "uid-a"), lambda c: c.node_changed("n1")], None,
                      id="forgotten-starts-over"),
         pytest.param([lambda c: c.take("a"), lambda c: c.node_changed("n1"), lambda c: c.take("a")], frozenset(),
                      id="take-empties"),
@@ -45,3 +47,33 @@ def test_changes_after_take_belong_to_the_next_sync() -> None:
     assert changes.take("a") == frozenset()
     changes.node_changed("n9")
     assert changes.take("a") == frozenset({"n9"})
+
+
+def test_plan_memory_keeps_when_the_table_was_last_planned_in_full() -> None:
+    """An incremental plan keeps the time of the last full one: that time says when the recount is due."""
+    memory = PlanMemory()
+    table = NodeTable()
+    memory.keep("a", table, full=True, now=10.0)
+    memory.keep("a", table, full=False, now=20.0)
+    assert memory.table("a") == (table, 10.0)
+    memory.keep("a", table, full=True, now=30.0)
+    assert memory.table("a") == (table, 30.0)
+    memory.keep("a", None, full=True, now=40.0)
+    assert memory.table("a") is None
+
+
+def test_verdicts_are_reused_per_object_and_generation_and_dropped_with_their_node() -> None:
+    """The verdict cache follows the DaemonSet's UID and generation, and forgets a deleted node."""
+    memory = PlanMemory()
+    ds = make_ds()
+    node = make_node("n1")
+    node["metadata"]["resourceVersion"] = "1"
+    fit = memory.fit("default/foo", ds)
+    assert fit(node).should_run
+    assert memory.fit("default/foo", ds) == fit
+    assert memory.holds_node("n1")
+    memory.forget_node("n1")
+    assert not memory.holds_node("n1")
+    replaced = make_ds()
+    replaced["metadata"]["uid"] = "another"
+    assert memory.fit("default/foo", replaced) != fit

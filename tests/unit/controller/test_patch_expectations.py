@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from dsctl.controller.expectations import Expectations
-from dsctl.controller.inplace import patch_in_place
-from dsctl.controller.inplacewait import UNKNOWN_OUTCOME_TTL, PendingPatches
-from dsctl.controller.podwrites import PodWriter
+from dsctl.controller.expectations import Expectations, PendingPatches
+from dsctl.controller.podwrites import PodWriter, patch_in_place
 from dsctl.controller.recorder import EventRecorder
-from dsctl.daemonset.plan import ImageChange, PodRef, PodUpdate
+from dsctl.daemonset.podplan import ImageChange, PodRef, PodUpdate
 from dsctl.kube import errors
 from dsctl.kube.resources import PODS
+from dsctl.tuning import UNKNOWN_OUTCOME_TTL
 from tests.unit.daemonset.objects import make_ds, make_pod
 
 from .fakeclient import FakeClient

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dsctl.daemonset.backoff import backoff_key
+from dsctl.daemonset.backoffview import backoff_key
 
 from .objects import make_ds
 

@@ -14,11 +14,11 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsctl.controller.backoff import FailedPodBackoff
+from dsctl.controller.backoffstate import FailedPodBackoff
 from dsctl.daemonset import history as hist
 from dsctl.daemonset.eligibility import Eligibility
-from dsctl.daemonset.nodeplan import NodeTable
-from dsctl.daemonset.plan import Plan, merge_plans
+from dsctl.daemonset.nodetable import NodeTable
+from dsctl.daemonset.podplan import Plan, merge_plans
 from dsctl.daemonset.syncplan import SyncPlan, SyncSnapshot, plan_sync
 from dsctl.daemonset.template import HASH_LABEL, target_node
 from dsctl_api.pods import controller_ref

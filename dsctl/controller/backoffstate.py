@@ -1,6 +1,6 @@
 """Per-node backoff for replacing failed daemon pods: the mutable state behind ``BackoffView``.
 
-Each key (``dsctl.daemonset.backoff.backoff_key``: DaemonSet UID, observed generation,
+Each key (``dsctl.daemonset.backoffview.backoff_key``: DaemonSet UID, observed generation,
 node) gets a delay that starts at ``initial`` and doubles on every replacement up to
 ``maximum``. While a node is inside its delay its failed pod is left alone and the DaemonSet
 is requeued for when the delay ends. An entry untouched for twice ``maximum`` is forgotten,
@@ -9,7 +9,7 @@ so a node that has been healthy for a while starts over at ``initial``.
 Time is always passed in (``now``, epoch seconds); nothing here reads a clock. Planners only
 read this state through ``BackoffView`` (``in_backoff``, ``remaining``, ``next_delay``); the
 controller calls ``next`` for each ``Plan.backoff_steps`` key when it applies a plan, ``gc``
-periodically, and ``forget`` when a DaemonSet is gone.
+periodically, and ``RuntimeState.forget`` calls ``forget`` when a DaemonSet is gone.
 """
 
 from __future__ import annotations
@@ -84,10 +84,15 @@ class FailedPodBackoff:
             del self._entries[key]
         return len(stale)
 
-    def forget(self, ds_uid: str) -> int:
-        """Drop every entry of the DaemonSet with ``ds_uid`` (it was deleted)."""
-        prefix = f"{ds_uid}/"
-        gone = [k for k in self._entries if k.startswith(prefix)]
-        for key in gone:
-            del self._entries[key]
-        return len(gone)
+    def forget(self, key: str, uid: str) -> None:
+        """Drop every entry of the DaemonSet object ``uid`` (entries are keyed by UID, not ``key``)."""
+        if not uid:
+            return
+        prefix = f"{uid}/"
+        for entry in [k for k in self._entries if k.startswith(prefix)]:
+            del self._entries[entry]
+
+    def holds(self, key: str, uid: str) -> bool:
+        """Whether an entry of the DaemonSet object ``uid`` is kept."""
+        prefix = f"{uid}/"
+        return bool(uid) and any(k.startswith(prefix) for k in self._entries)

@@ -13,10 +13,10 @@ Three things make an outcome depend on more than its node and pods, and each is 
 - Time and backoff: a node with a failed pod, a manage requeue, or a Ready pod still waiting
   out ``minReadySeconds`` is *volatile*; every sync re-plans the volatile nodes.
 - Nothing else. Whoever calls ``updated`` must name every node whose object or pods changed
-  since the table was made; ``dsctl.controller.changes`` collects them from the informers.
+  since the table was made; ``dsctl.controller.planmemory.ChangeLog`` collects them from the informers.
 
 A table built from scratch and a table updated step by step over the same history are equal
-(``tests/unit/daemonset/test_nodeplan_property.py`` checks it over random event sequences).
+(``tests/unit/daemonset/test_nodetable_property.py`` checks it over random event sequences).
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from dsctl.daemonset.access import phase
-from dsctl.daemonset.backoff import BackoffView
+from dsctl.daemonset.backoffview import BackoffView
 from dsctl.daemonset.eligibility import Fit
 from dsctl.daemonset.inplace import in_place_pending
 from dsctl.daemonset.manage import manage_node
-from dsctl.daemonset.plan import Plan, Status, merge_plans
+from dsctl.daemonset.podplan import Plan, merge_plans
 from dsctl.daemonset.sharedmap import SharedMap
-from dsctl.daemonset.status import NO_COUNTS, Counts, node_counts, status_of
+from dsctl.daemonset.status import NO_COUNTS, Counts, Status, node_counts, status_of
 from dsctl.daemonset.template import is_pod_updated
 from dsctl_api.objects import deletion_timestamp, is_map
 from dsctl_api.pods import is_pod_available, is_pod_ready
@@ -216,7 +216,7 @@ class NodeTable:
             yield from outcome.pods
 
     def status(self) -> Status:
-        """The counters as a ``plan.Status``."""
+        """The counters as a ``status.Status``."""
         return status_of(self.totals)
 
 
