@@ -9,14 +9,16 @@ definitions the program itself uses, so the page cannot drift from them:
   by the same constructors, with leader election on, without sending a request;
 - ``reference/crd.md``: the fields, bounds and validation rules of the ``dsctl.io/v1`` CRD
   under ``manifests/crd/``;
+- ``reference/extensions.md``: every field dsctl reads beyond apps/v1, with its apps/v1
+  annotation and deprecated names (``dsctl.daemonset.extensions.EXTENSION_FIELDS``);
+- ``reference/events.md``: every Event reason and condition the controller writes
+  (``dsctl.daemonset.reasons``);
 - ``adr/index.md``: the decision records in ``docs/adr/``, read from their headers.
 
 ``--check`` writes nothing and exits 1 naming every page that differs from what the code
 gives; the unit suite runs the same comparison. To add a page, write a function returning
 its Markdown (``table`` renders the usual one) and add one ``Page`` line to ``PAGES`` and
-one line to the ``nav`` of ``mkdocs.yml``. A page of events and conditions, say, is a function
-that returns ``_banner(...)``, a title and ``table(("reason", "type", "when"), rows)`` over the
-controller's table of them, and ``Page("reference/events.md", events_page)``.
+one line to the ``nav`` of ``mkdocs.yml``.
 """
 
 from __future__ import annotations
@@ -330,6 +332,40 @@ def crd_page() -> str:
     return "\n".join(out)
 
 
+# -- extension fields and reasons ---------------------------------------------------------------
+
+
+def extensions_page() -> str:
+    from dsctl.daemonset.extensions import EXTENSION_FIELDS
+
+    def default(value: object) -> str:
+        if value is None:
+            return "unset"
+        return str(value).lower() if isinstance(value, bool) else str(value)
+
+    rows = [(f"`{f.crd_path}`", f"`{f.annotation}`", f.value_type, default(f.default), f.doc,
+             ", ".join(f"`{d}`" for d in f.deprecated) or "-") for f in EXTENSION_FIELDS]
+    return (_banner("`dsctl.daemonset.extensions.EXTENSION_FIELDS`")
+            + "# Extension fields and their apps/v1 annotations\n\n"
+            + "A `dsctl.io/v1` DaemonSet carries each setting as a field; an apps/v1 DaemonSet as an "
+            + "annotation, because kube-apiserver drops unknown fields of built-in types. Where both are "
+            + "set, the field wins. A deprecated annotation name is still read, with a "
+            + "`DeprecatedAnnotation` Warning event naming the new one.\n\n"
+            + table(("CRD field", "apps/v1 annotation", "takes", "default", "what it does",
+                     "deprecated names"), rows))
+
+
+def events_page() -> str:
+    from dsctl.daemonset.reasons import CONDITIONS, EVENT_REASONS
+
+    events = table(("reason", "type", "meaning"), [(f"`{e.reason}`", e.type, e.meaning) for e in EVENT_REASONS])
+    conditions = table(("condition", "status", "reason", "meaning"),
+                       [(f"`{c.type}`", c.status, f"`{c.reason}`", c.meaning) for c in CONDITIONS])
+    return (_banner("`dsctl.daemonset.reasons`")
+            + "# Events and conditions\n\n## Events\n\nOn the DaemonSet unless the message names a pod.\n\n"
+            + events + "\n## Conditions\n\nIn the DaemonSet's `.status.conditions`.\n\n" + conditions)
+
+
 # -- decision records ---------------------------------------------------------------------------
 
 _ADR_NAME = re.compile(r"^(\d{4})-[a-z0-9]+(?:-[a-z0-9]+)*\.md$")
@@ -410,6 +446,8 @@ PAGES: tuple[Page, ...] = (
     Page("reference/cli.md", cli_page),
     Page("reference/metrics.md", metrics_page),
     Page("reference/crd.md", crd_page),
+    Page("reference/extensions.md", extensions_page),
+    Page("reference/events.md", events_page),
     Page("adr/index.md", adr_index),
 )
 

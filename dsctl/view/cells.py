@@ -7,7 +7,7 @@ cannot disagree with what the controller does:
 - eligibility (``dsctl.daemonset.eligibility``): whether the node should run the pod;
 - revision (``dsctl.daemonset.template.is_pod_updated`` against the hash that
   ``dsctl.daemonset.history.plan_history`` picks as current): old or new;
-- hold (``dsctl.daemonset.controls.frozen_nodes``): which old pods the rolling update leaves
+- hold (``dsctl.daemonset.extensions.frozen_nodes``): which old pods the rolling update leaves
   alone because of ``partition``, the ``selector`` canary or ``paused``.
 
 A cell is four small axes (``State``, ``Revision``, ``Hold``, ``gated``) packed into one integer
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from dsctl.daemonset.controls import RolloutControls, frozen_nodes
 from dsctl.daemonset.eligibility import Eligibility, Fit
+from dsctl.daemonset.extensions import RolloutControls, frozen_nodes
 from dsctl.daemonset.podsort import pod_sort_key
 from dsctl.daemonset.template import is_pod_updated
 from dsctl.daemonset.update import find_updated_pods_on_node

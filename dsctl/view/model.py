@@ -24,8 +24,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from dsctl.daemonset.controls import InvalidControl, RolloutControls, rollout_controls
 from dsctl.daemonset.eligibility import Eligibility, Fit, eligibility_signature
+from dsctl.daemonset.extensions import InvalidControl, RolloutControls, rollout_controls
 from dsctl.daemonset.history import RevisionOverflow, plan_history
 from dsctl.daemonset.podsort import group_by_node
 from dsctl.daemonset.template import HASH_LABEL, is_pod_updated, target_node, template_generation
@@ -498,7 +498,7 @@ class GridModel:
 
     def _relayout(self) -> None:
         nodes = self._nodes.list()
-        # The rolling update's own order (nodes by name, see dsctl.daemonset.controls), so a
+        # The rolling update's own order (nodes by name, see dsctl.daemonset.extensions), so a
         # rollout sweeps the grid from the first cell on and partition holds the last ones.
         self._node_order = sorted(name(n) for n in nodes)
         self._node_index = {n: i for i, n in enumerate(self._node_order)}

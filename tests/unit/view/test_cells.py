@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from dsctl.daemonset.controls import rollout_controls
 from dsctl.daemonset.eligibility import Eligibility, Fit
+from dsctl.daemonset.extensions import rollout_controls
 from dsctl.view.cells import (
     CODEC,
     READINESS_TAINT,
