@@ -71,8 +71,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                       help="seconds a pod takes from creation to Ready (default: the median of the live pods)")
     plan.add_argument("--burst-replicas", type=_count, default=250,
                       help="the controller's --burst-replicas: most pod creates or deletes per sync")
-    plan.add_argument("--max-waves", type=_count, default=1000,
-                      help="simulate at most this many waves of the rolling update")
+    plan.add_argument("--max-waves", type=_count, default=100,
+                      help="simulate at most this many waves of the rolling update; the rest are listed in update "
+                      "order and counted in the estimate")
     plan.set_defaults(handler=main)
 
 

@@ -235,7 +235,7 @@ def _acted_nodes(done: Plan) -> list[str]:
 
 
 def dry_run(ds: dict[str, Any], world: World, *, now: float, burst: int = 250, wave_seconds: float = 0.0,
-            max_waves: int = 1000) -> DryRun:
+            max_waves: int = 100) -> DryRun:
     """Sync ``ds`` over ``world`` until the fleet settles (see the module docstring).
 
     ``ds`` is the DaemonSet as stored after the change; its ``status.collisionCount`` is raised

@@ -52,8 +52,8 @@ def _placement(lines: list[str], placement: Mapping[str, Any], *, all_names: boo
 def _update(lines: list[str], update: Mapping[str, Any], *, all_names: bool) -> None:
     revision, strategy, changing = update["revision"], update["strategy"], update["changing"]
     made = "new" if revision["new"] else "existing"
-    lines.append(f"Update: {changing['count']} pod(s) change to revision {revision['name']} "
-                 f"({made}, number {revision['number']}, hash {revision['hash']})")
+    lines.append(f"Update: to revision {revision['name']} ({made}, number {revision['number']}, hash "
+                 f"{revision['hash']}); {changing['count']} pod(s) on another revision now")
     for old in changing["revisions"]:
         if old["imageOnly"]:
             images = "; ".join(f"{i['container']}: {i['old']} -> {i['new']}" for i in old["images"])
@@ -87,7 +87,7 @@ def _update(lines: list[str], update: Mapping[str, Any], *, all_names: bool) -> 
         lines.append(f"  the rollout {update['holdMessage']}")
     duration = update["duration"]
     if duration["seconds"] is not None:
-        lines.append(f"  estimated duration: {_seconds(duration['seconds'])} ({len(waves)} wave(s) x "
+        lines.append(f"  estimated duration: {_seconds(duration['seconds'])} ({duration['waves']} wave(s) x "
                      f"{duration['perWaveSeconds']} s: start-up {duration['podStartupSeconds']:.1f} s, "
                      f"{duration['startupSource']}, + minReadySeconds {duration['minReadySeconds']})")
         lines.append(f"    assuming {duration['assumption']}")

@@ -9,6 +9,7 @@ set as the view attributes it (``dsctl.view.cells.holds``), the waves from the d
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -153,7 +154,17 @@ def update_section(run: DryRun, ds: Obj, *, before: Sequence[Obj], old_templates
     min_ready = min_ready_seconds(ds)
     per_wave = None if startup.seconds is None else round(startup.seconds + min_ready, 3)
     waves = [{"wave": w.number, "nodes": list(w.nodes), "inPlace": w.in_place} for w in run.waves]
-    total = None if per_wave is None else round(per_wave * max(len(waves), 1 if run.first.pods.creates else 0), 3)
+    held = _held(run, ds, controls, strategy=kind, hash=hash, node_labels=node_labels)
+    counted = max(len(waves), 1 if run.first.pods.creates else 0)
+    assumption = ASSUMPTION
+    beyond = len(held.get("beyondSimulation", ()))
+    if beyond and waves:
+        # Past --max-waves the rollout goes on at the simulated waves' mean size: an estimate,
+        # said as one.
+        mean = sum(len(w.nodes) for w in run.waves) / len(run.waves)
+        counted += math.ceil(beyond / mean)
+        assumption += f"; the {beyond} nodes past the simulated waves are counted at their mean size"
+    total = None if per_wave is None else round(per_wave * counted, 3)
     hold = run.last.status.hold if run.last.status is not None else None
     return {
         "revision": {"hash": hash, "name": name(history.current), "number": history.revision,
@@ -162,9 +173,10 @@ def update_section(run: DryRun, ds: Obj, *, before: Sequence[Obj], old_templates
         "changing": {"count": sum(r["pods"] for r in revisions), "revisions": revisions},
         "unavailableNow": run.first.status.counters.number_unavailable,
         "waves": waves,
-        "held": _held(run, ds, controls, strategy=kind, hash=hash, node_labels=node_labels),
+        "held": held,
         "holdMessage": hold.why if hold is not None else None,
         "simulation": {"syncs": run.syncs, "settled": run.settled, "truncated": run.truncated},
-        "duration": {"seconds": total, "perWaveSeconds": per_wave, "podStartupSeconds": startup.seconds,
-                     "startupSource": startup.source, "minReadySeconds": min_ready, "assumption": ASSUMPTION},
+        "duration": {"seconds": total, "waves": counted, "perWaveSeconds": per_wave,
+                     "podStartupSeconds": startup.seconds, "startupSource": startup.source,
+                     "minReadySeconds": min_ready, "assumption": assumption},
     }

@@ -163,10 +163,12 @@ def test_max_waves_stops_a_long_rollout() -> None:
     """Past --max-waves the plan says it stopped, and the rest are beyond the simulation."""
     strategy = rolling(max_unavailable=1)
     cluster = rolled_out(_ds(strategy=strategy), nodes(10))
-    update = _update(plan_for(_ds(V2, strategy=strategy), cluster, max_waves=3))
+    update = _update(plan_for(_ds(V2, strategy=strategy), cluster, max_waves=3, pod_startup=2.0))
     assert [w["nodes"] for w in update["waves"]] == [N[0:1], N[1:2], N[2:3]]
     assert update["simulation"]["truncated"] is True
     assert update["held"] == {"beyondSimulation": N[3:]}
+    assert (update["duration"]["waves"], update["duration"]["seconds"]) == (10, 20.0)
+    assert "past the simulated waves" in update["duration"]["assumption"]
 
 
 def test_no_change_has_no_waves_and_no_changes() -> None:
