@@ -16,8 +16,8 @@ nothing tells when, or whether, they will recover; the planner replaces an unava
 at once, and an unavailable current one holds its share of the budget.
 
 The run ends when a sync has nothing to write and nothing is starting (the rollout is done,
-or held), after ``max_waves`` waves, or, as a guard, after a number of syncs no rollout of
-this size needs.
+or held), when a wave past ``max_waves`` would start (before its writes), or, as a guard,
+after a number of syncs no rollout of this size needs.
 """
 
 from __future__ import annotations
@@ -262,6 +262,11 @@ def dry_run(ds: dict[str, Any], world: World, *, now: float, burst: int = 250, w
         result.syncs += 1
         run.apply_history(plan)
         rolling = plan.table is not None and not plan.table.manage_plan().has_writes
+        if rolling and plan.pods.has_writes and not wave and len(result.waves) >= max_waves:
+            # The next wave would start: stop before its writes, so the copy shows the fleet
+            # as the simulated waves leave it.
+            result.truncated = True
+            break
         done = run.apply_pods(plan)
         if done.has_writes or plan.requeue_now:
             idle = 0
@@ -274,9 +279,6 @@ def dry_run(ds: dict[str, Any], world: World, *, now: float, burst: int = 250, w
                 result.waves.append(Wave(len(result.waves) + 1, tuple(wave),
                                          in_place=sum(1 for n in wave if n in run.patched)))
                 wave = []
-                if len(result.waves) >= max_waves and (run.starting or plan.requeue_after is not None):
-                    result.truncated = True
-                    break
             if run.starting:
                 run.finish_starting()
             elif plan.requeue_after is not None and idle < _IDLE_STEPS:

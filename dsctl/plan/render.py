@@ -68,8 +68,9 @@ def _update(lines: list[str], update: Mapping[str, Any], *, all_names: bool) -> 
     else:
         surge = strategy.get("maxSurge", 0)
         budget = (f"maxSurge {surge}" if surge else f"maxUnavailable {strategy.get('maxUnavailable')}")
+        now = f"; {update['unavailableNow']} unavailable now" if update["changing"]["count"] else ""
         lines.append(f"  budget: {budget} of {strategy.get('desired')} nodes, minReadySeconds "
-                     f"{strategy['minReadySeconds']}; {update['unavailableNow']} unavailable now")
+                     f"{strategy['minReadySeconds']}{now}")
     waves = update["waves"]
     if waves:
         sizes = sorted({len(w["nodes"]) for w in waves})

@@ -13,6 +13,7 @@ from typing import Any
 from dsctl import __version__
 from dsctl.daemonset.eligibility import Eligibility, Fit
 from dsctl.daemonset.inplace import templates_by_hash
+from dsctl.daemonset.template import target_node
 from dsctl.plan.crdschema import served_schema
 from dsctl.plan.dryrun import DryRunError, dry_run
 from dsctl.plan.manifest import Manifest
@@ -80,10 +81,7 @@ def make_plan(manifest: Manifest, cluster: ClusterSnapshot, options: Options) ->
         return not deletion_timestamp(pod)
 
     before = {n for n, o in first.outcomes.items() if any(live(p) for p in o.pods)}
-    uid = str(ds["metadata"]["uid"])
-    after = {n for n in (name(x) for x in world.nodes()) if any(live(p) for p in world.pods_on_node(n)
-                                                               if _owned_by(p, uid))}
-    after |= {n for n, o in run.final.outcomes.items() if any(live(p) for p in o.pods) and world.node(n) is None}
+    after = {n for p in world.owned_pods(uid_of(ds)) if live(p) and (n := target_node(p))}
     old_rules = Eligibility.of(cluster.live) if cluster.live is not None else None
     nodes = {name(n): n for n in cluster.nodes}
 
@@ -122,13 +120,3 @@ def make_plan(manifest: Manifest, cluster: ClusterSnapshot, options: Options) ->
         "cluster": {"nodes": len(cluster.nodes), "pods": len(cluster.pods), "revisions": len(cluster.revisions)},
         "daemonsets": [entry],
     }
-
-
-def _owned_by(pod: Any, uid: str) -> bool:
-    for ref in (pod.get("metadata") or {}).get("ownerReferences") or []:
-        if isinstance(ref, dict) and ref.get("controller") is True:
-            return ref.get("uid") == uid
-    return False
-
-
-

@@ -150,8 +150,9 @@ class World:
         for field in ("labels", "annotations"):
             if field in meta_change:
                 meta[field] = {**as_map(meta.get(field)), **as_map(meta_change[field])}
-        meta["resourceVersion"] = str(int(str(meta.get("resourceVersion") or "0")) + 1) \
-            if str(meta.get("resourceVersion") or "0").isdigit() else "1"
+        # A new version, as every write makes one (an in-place patch is preconditioned on it).
+        self._serial += 1
+        meta["resourceVersion"] = f"plan-{self._serial}"
         self._index(pod, add=True)
         return pod
 

@@ -178,3 +178,12 @@ def test_no_change_has_no_waves_and_no_changes() -> None:
     assert plan["changes"] is False
     assert plan["daemonsets"][0]["action"] == "none"
     assert waves(plan) == []
+
+
+def test_exactly_max_waves_is_not_truncated() -> None:
+    """A rollout that needs exactly --max-waves waves is simulated whole."""
+    cluster = rolled_out(_ds(), nodes(10))
+    update = _update(plan_for(_ds(V2), cluster, max_waves=4))
+    assert len(update["waves"]) == 4
+    assert update["simulation"] == {"syncs": update["simulation"]["syncs"], "settled": True, "truncated": False}
+    assert update["held"] == {}
