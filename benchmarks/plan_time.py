@@ -152,17 +152,20 @@ async def end_to_end(nodes: int) -> dict[str, Any]:
                 path.write_text(yaml.safe_dump(manifest(image=V2)))
                 since = await _last_seq(sim)
                 wall = time.perf_counter()
+                children = resource.getrusage(resource.RUSAGE_CHILDREN)
                 done = await asyncio.to_thread(
                     subprocess.run, [sys.executable, "-m", "dsctl", "plan", "-f", str(path), "-o", "json",
                                      "--kubeconfig", sim.kubeconfig], capture_output=True, text=True, check=False)
                 wall = time.perf_counter() - wall
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
                 log = await _log_since(sim, since)
                 split = await _read_then_plan(sim.kubeconfig, path)
     mine = [r for r in log if str(r.get("user_agent", "")).startswith("dsctl-plan/")]
     doc = json.loads(done.stdout) if done.stdout else {}
     update = doc.get("daemonsets", [{}])[0].get("update", {})
     _log(f"end to end: dsctl plan took {wall:.2f} s, exit {done.returncode}")
-    return {"wall_seconds": round(wall, 3), "exit_code": done.returncode, "waves": len(update.get("waves", [])),
+    return {"wall_seconds": round(wall, 3), "cpu_seconds": round(cpu, 3), "exit_code": done.returncode, "waves": len(update.get("waves", [])),
             "requests": len(mine), "writes": sum(1 for r in mine if r.get("method") != "GET"),
             "stderr": done.stderr.strip()[:300], **split}
 
