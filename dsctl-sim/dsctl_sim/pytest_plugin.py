@@ -13,9 +13,9 @@ distribution gets the fixture without configuration::
         kube_sim.admin.add_node("node-extra", labels={"pool": "gpu"})
 
 The marker's keyword arguments are the fields of ``SimServerOptions`` (``nodes``,
-``pod_startup_seconds``, ``control_plane``, ``seed``, ``token``, ``args``). The server runs in
-a child process and is stopped when the test ends, whatever the test did. The fixture is
-synchronous, so it serves plain and async tests alike.
+``pod_startup_seconds``, ``control_plane``, ``seed``, ``token``, ``node_monitor_grace_seconds``,
+``args``). The server runs in a child process and is stopped when the test ends, whatever the
+test did. The fixture is synchronous, so it serves plain and async tests alike.
 """
 
 from __future__ import annotations
