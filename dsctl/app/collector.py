@@ -6,7 +6,7 @@ any of them, yet with the default thresholds (700, 10, 10) it rescans them over 
 every sync allocates tens of thousands of short-lived containers, the ones alive across an
 await are promoted, and every 25 % growth of the old generation triggers a full collection
 over the whole cache. At 5,000 nodes and 100,000 cached pods that was about a third of the
-controller's CPU during node joins (docs/decisions.md, 2026-12-01).
+controller's CPU during node joins (ADR 0015).
 
 Two measures, both process-wide:
 

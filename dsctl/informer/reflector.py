@@ -332,7 +332,7 @@ class Reflector:
         expired mid-way (410: the list outlived the server's history) starts the list again
         from its first page, at most ``_LIST_RESTARTS`` times in a row. client-go's pager
         falls back to one unpaginated list instead; at 150,000 pods that list, decoded in one
-        piece, took the process to 5 GiB (see docs/decisions.md).
+        piece, took the process to 5 GiB (ADR 0042).
 
         Every page of one list must carry the first page's resourceVersion: kube-apiserver serves
         continued pages at that version. A page at another one (a server or proxy that continued

@@ -218,7 +218,7 @@ def _default_list_map_keys(out: Schema, source: Mapping[str, Any], *, where: str
 # bounded (``BOUNDS``): label values and qualified names by their apps/v1 limits (63 and
 # 253 + 1 + 63 characters), operators by 16, label maps and selector lists by limits far
 # above any real DaemonSet. ``tests/manifests/test_crd_rules.py`` checks those bounds and a
-# conservative total (docs/decisions.md has the figures). The int-or-percent syntax of
+# conservative total (ADR 0022 has the figures). The int-or-percent syntax of
 # maxSurge/maxUnavailable (negative, not a percentage, over 100%) is left to the
 # controller's own validation: an int-or-string cannot carry maxLength, and each regex over
 # an unbounded string is estimated at about 1.3 million.

@@ -395,7 +395,7 @@ def test_surge_deals_with_existing_pods() -> None:
     [
         pytest.param(True, ["node-1-excess"], id="preserves-ready-old-pod"),
         # Upstream (TestSurgeDeletesUnreadyOldPods) deletes both old pods here, leaving the node
-        # with only an unready new pod; dsctl keeps the Ready old pod instead (docs/decisions.md).
+        # with only an unready new pod; dsctl keeps the Ready old pod instead (ADR 0011).
         pytest.param(False, ["node-1-old"], id="keeps-the-ready-old-pod-over-an-older-unready-one"),
     ],
 )

@@ -22,6 +22,7 @@ from dsctl.daemonset.plan import Plan, merge_plans
 from dsctl.daemonset.syncplan import SyncPlan, SyncSnapshot, plan_sync
 from dsctl.daemonset.template import HASH_LABEL, target_node
 from dsctl_api.pods import controller_ref
+from tests.support.profiles import examples
 from tests.unit.daemonset.objects import T0, make_ds, make_node, make_pod, surge_strategy, taint
 
 Obj = Mapping[str, Any]
@@ -200,7 +201,7 @@ def _merged_in_node_order(table: NodeTable) -> Plan:
     return merge_plans(outcome.manage for _, outcome in sorted(table.outcomes.items()))
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kind=st.sampled_from(["plain", "surge", "selector"]), steps=_steps)
 def test_incremental_plan_equals_full_plan(kind: str, steps: list[tuple[str, str, str]]) -> None:
     """After any event sequence, re-planning only the changed nodes gives the plan made from scratch."""
