@@ -10,7 +10,8 @@ finishes graceful deletion: once a deleted pod's grace period (capped sim-wide s
 quick) has passed it is removed with grace 0.
 
 Each node's kubelet can be stopped and started again (``set_running``) and can go through a
-graceful node shutdown (``shutdown``), as ADR 0100 and ADR 0101 describe:
+graceful node shutdown (``shutdown``), as ADR 0100 and ADR 0101 describe; ``kubeletnodes``
+keeps that per-node state, and this loop consults it for every pod:
 
 - a stopped kubelet does nothing for its node: its pods keep their last status, Pending pods
   stay Pending, deleted pods stay Terminating (only a force delete removes them), and no
@@ -22,31 +23,24 @@ graceful node shutdown (``shutdown``), as ADR 0100 and ADR 0101 describe:
 
 Time-based transitions are timers on the injected clock, one heap entry per pod, never a task
 per pod. The per-pod memory is one small record holding the pod's uid, when the kubelet started
-it, when it saw the deletion, and the pending timer; per node, only stopped or shutting-down
-kubelets hold any state.
+it, when it saw the deletion, and the pending timer.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
-from dsctl_api.timefmt import format_rfc3339, parse_rfc3339
+from dsctl_api.timefmt import parse_rfc3339
 from dsctl_sim.controllers.clock import Clock, TimerHandle
 from dsctl_sim.controllers.events import EventRecorder
 from dsctl_sim.controllers.feeds import Feeds
 from dsctl_sim.controllers.heartbeat import Heartbeats
-from dsctl_sim.controllers.nodeshutdown import (
-    ShutdownGroup,
-    group_index,
-    kill_seconds,
-    plan_groups,
-    rejected_status,
-    terminated_status,
-)
-from dsctl_sim.controllers.nodestatus import kubelet_conditions
+from dsctl_sim.controllers.kubeletnodes import NodeAgents
+from dsctl_sim.controllers.nodeshutdown import rejected_status, terminated_status
 from dsctl_sim.controllers.podstatus import (
     ANN_FAIL_AFTER,
     ANN_NEVER_READY,
@@ -68,7 +62,7 @@ from dsctl_sim.controllers.util import (
     status_update,
 )
 from dsctl_sim.controllers.worker import WorkLoop
-from dsctl_sim.errors import BadRequest, Conflict, NotFound, StorageError
+from dsctl_sim.errors import Conflict, NotFound, StorageError
 from dsctl_sim.storage import Storage
 
 __all__ = ["Kubelet"]
@@ -91,32 +85,12 @@ class _Record:
     written_rv: str | None = None
 
 
-@dataclass(slots=True)
-class _Shutdown:
-    """A graceful node shutdown under way. ``waiting[i]`` are the pods group ``i`` will kill;
-    ``killing`` maps the pods of the current group to when their kill ends."""
-
-    groups: list[ShutdownGroup]
-    waiting: list[list[PodKey]]
-    started_at: float
-    group: int = -1
-    killing: dict[PodKey, float] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class _Agent:
-    """A node whose kubelet is not simply running: stopped (``stopped_at``) or shutting down."""
-
-    stopped_at: float | None = None
-    shutdown: _Shutdown | None = None
-
-
-class Kubelet(WorkLoop[str]):
+class Kubelet(WorkLoop[PodKey]):
     """Runs pods on every node. See the module docstring for the lifecycle it drives.
 
-    Keys are pod keys (``namespace/name``), and node names (no ``/``) for the progress of a
-    node's graceful shutdown; ``sync`` re-reads the object each time. ``set_running`` and
-    ``shutdown`` are called from the event loop (the admin API) and never await.
+    Keys are pod keys (``namespace/name``); ``sync`` re-reads the pod and its node each time.
+    ``nodes`` is the per-node kubelet state the admin API drives (``set_running``, ``shutdown``,
+    ``agent_status``, which never await).
     """
 
     name = "kubelet"
@@ -133,9 +107,7 @@ class Kubelet(WorkLoop[str]):
     ) -> None:
         super().__init__(clock=clock)
         self._storage = storage
-        self._heartbeats = heartbeats or Heartbeats()
         self._recorder = recorder
-        self._agents: dict[str, _Agent] = {}
         self._default_startup = max(0.0, pod_startup_seconds)
         self._max_grace = max(0.0, max_termination_seconds)
         self._records: dict[PodKey, _Record] = {}
@@ -143,6 +115,8 @@ class Kubelet(WorkLoop[str]):
         self._node_ready: dict[str, bool] = {}
         self._node_startup: dict[str, float | None] = {}
         self._ip_serial: dict[str, int] = {}
+        self.nodes = NodeAgents(storage, self, clock=clock, heartbeats=heartbeats or Heartbeats(),
+                                recorder=recorder, max_grace=self._max_grace)
 
     def register(self, feeds: Feeds) -> None:
         """Listen to pod and node changes."""
@@ -152,9 +126,9 @@ class Kubelet(WorkLoop[str]):
     def stats(self) -> dict[str, int]:
         """Work counters plus how many pods the kubelet is tracking and how many nodes' kubelets
         are stopped or shutting down."""
-        stopped = sum(1 for a in self._agents.values() if a.stopped_at is not None)
+        stopped, shutting_down = self.nodes.counts()
         return {**super().stats(), "pods": len(self._records), "stopped": stopped,
-                "shutting_down": len(self._agents) - stopped}
+                "shutting_down": shutting_down}
 
     def close(self) -> None:
         """Cancel every pod's pending timer."""
@@ -173,7 +147,7 @@ class Kubelet(WorkLoop[str]):
             record = self._records.pop(key, None)
             if record is not None and record.timer is not None:
                 record.timer.cancel()
-            self._kill_done(node, key)
+            self.nodes.kill_done(node, key)
             return
         if not node:
             return
@@ -190,9 +164,7 @@ class Kubelet(WorkLoop[str]):
             self._node_ready.pop(name, None)
             self._node_startup.pop(name, None)
             self._ip_serial.pop(name, None)
-            # A node registered again under this name comes with a running kubelet.
-            self._agents.pop(name, None)
-            self._heartbeats.forget(name)
+            self.nodes.forget(name)
             return
         # A node without a Ready condition counts as Ready: nodes created bare (by a test or
         # by kubectl) have no kubelet to report one, and the sim treats them as healthy.
@@ -205,138 +177,39 @@ class Kubelet(WorkLoop[str]):
             for key in self._by_node.get(name, ()):
                 self.enqueue(key)
 
-    # -- a node's kubelet: stop, start, graceful shutdown -----------------------------------
+    # -- per-node kubelet state: the admin API's calls, and kubeletnodes.PodHost ----------
 
     def set_running(self, node: str, *, running: bool) -> dict[str, Any]:
-        """Stop or start the kubelet of ``node``; returns ``agent_status``. Starting a kubelet
-        that is shutting down cancels the shutdown (pods already killed stay Failed)."""
-        self._require_node(node)
-        if running:
-            self._start(node)
-        else:
-            self._stop(node)
-        return self.agent_status(node)
+        """Stop or start the kubelet of ``node`` (see ``NodeAgents.set_running``)."""
+        return self.nodes.set_running(node, running=running)
 
     def shutdown(self, node: str, *, grace_seconds: float, critical_seconds: float) -> dict[str, Any]:
-        """Begin a graceful node shutdown with the kubelet's two settings; returns ``agent_status``.
-
-        ``Conflict`` when the kubelet is stopped or already shutting down; ``BadRequest`` for a
-        critical period longer than the whole. A zero period shuts down at once: the kubelet
-        stops and its pods keep their last status, as on a node without the feature.
-        """
-        self._require_node(node)
-        if not (0 <= critical_seconds <= grace_seconds):
-            raise BadRequest("shutdownGracePeriodCriticalPodsSeconds must be between 0 and "
-                             f"shutdownGracePeriodSeconds ({grace_seconds:g}), got {critical_seconds:g}")
-        agent = self._agents.get(node)
-        if agent is not None and agent.stopped_at is not None:
-            raise Conflict(f'the kubelet of node "{node}" is stopped')
-        if agent is not None and agent.shutdown is not None:
-            raise Conflict(f'node "{node}" is already shutting down')
-        groups = plan_groups(grace_seconds, critical_seconds)
-        now = self.clock.now()
-        if not groups:
-            self._stop(node)
-            return self.agent_status(node)
-        waiting: list[list[PodKey]] = [[] for _ in groups]
-        for key in sorted(self._by_node.get(node, ())):
-            record = self._records.get(key)
-            pod = self._storage.get("pods", *split_pod_key(key))
-            if record is None or record.started_at is None or pod is None or _finished(pod):
-                continue  # never admitted, or already on its way out
-            waiting[group_index(groups, pod)].append(key)
-        self._agents[node] = _Agent(shutdown=_Shutdown(groups=groups, waiting=waiting, started_at=now))
-        self._post_node_status(node, shutting_down=True)
-        if self._recorder is not None:
-            node_obj = self._storage.get("nodes", None, node) or {"metadata": {"name": node}}
-            self._recorder.record(node_obj, api_version="v1", kind="Node", event_type="Normal", reason="Shutdown",
-                                  message="Shutdown manager detected shutdown event")
-        log.info("sim_node_shutdown_started", node=node, groups=[(g.priority, g.seconds) for g in groups],
-                 pods=sum(len(w) for w in waiting))
-        self._sync_node(node)  # the first group's kills start now, not at the worker's next turn
-        return self.agent_status(node)
+        """Begin a graceful shutdown of ``node`` (see ``NodeAgents.shutdown``)."""
+        return self.nodes.shutdown(node, grace_seconds=grace_seconds, critical_seconds=critical_seconds)
 
     def agent_status(self, node: str) -> dict[str, Any]:
-        """``{"node", "running", "stoppedAt", "shuttingDown"}`` for the admin API."""
-        agent = self._agents.get(node)
-        stopped = agent.stopped_at if agent is not None else None
-        return {"node": node, "running": stopped is None,
-                "stoppedAt": None if stopped is None else format_rfc3339(stopped),
-                "shuttingDown": agent is not None and agent.shutdown is not None}
+        """The kubelet state of ``node`` (see ``NodeAgents.agent_status``)."""
+        return self.nodes.agent_status(node)
 
-    def _require_node(self, node: str) -> None:
-        if self._storage.get("nodes", None, node) is None:
-            raise NotFound.object(plural="nodes", group="", name=node)
+    def pods_on(self, node: str) -> Iterable[PodKey]:
+        """Keys of the pods bound to ``node`` (a copy: callers may enqueue while iterating)."""
+        return list(self._by_node.get(node, ()))
 
-    def _stop(self, node: str) -> None:
-        agent = self._agents.setdefault(node, _Agent())
-        if agent.stopped_at is not None:
-            return
-        now = self.clock.now()
-        agent.stopped_at, agent.shutdown = now, None
-        self._heartbeats.stop(node, at=now)
-        for key in self._by_node.get(node, ()):
-            record = self._records.get(key)
-            if record is not None:
-                self._arm(key, record, None)
-        log.info("sim_kubelet_stopped", node=node)
+    def admitted(self, key: PodKey) -> bool:
+        """Whether this kubelet has started the pod."""
+        record = self._records.get(key)
+        return record is not None and record.started_at is not None
 
-    def _start(self, node: str) -> None:
-        agent = self._agents.pop(node, None)
-        if agent is None:
-            return
-        self._heartbeats.start(node)
-        self._post_node_status(node, shutting_down=False)
-        for key in self._by_node.get(node, ()):
-            self.enqueue(key)
-        log.info("sim_kubelet_started", node=node, shutdown_cancelled=agent.shutdown is not None)
-
-    def _post_node_status(self, node: str, *, shutting_down: bool) -> None:
-        """One node status post, as the kubelet makes it (conditions and their heartbeats)."""
-        current = self._storage.get("nodes", None, node)
-        if current is None:
-            return
-        conditions = kubelet_conditions(current, now=self.clock.now(), shutting_down=shutting_down)
-        status = {**(current.get("status") or {}), "conditions": conditions}
-        try:
-            self._storage.update("nodes", status_update(current, status), subresource="status")
-        except StorageError as err:
-            log.warning("sim_kubelet_node_status_rejected", node=node, error=str(err))
-
-    def _sync_node(self, node: str) -> None:
-        """Move a graceful shutdown on: next group once the current one is killed; stop at the end."""
-        agent = self._agents.get(node)
-        shutdown = agent.shutdown if agent is not None else None
-        if shutdown is None or shutdown.killing:
-            return
-        now = self.clock.now()
-        while shutdown.group + 1 < len(shutdown.groups):
-            shutdown.group += 1
-            group = shutdown.groups[shutdown.group]
-            for key in shutdown.waiting[shutdown.group]:
-                pod = self._storage.get("pods", *split_pod_key(key))
-                if pod is None or _finished(pod):
-                    continue
-                shutdown.killing[key] = now + min(kill_seconds(group, pod), self._max_grace)
-                self.enqueue(key)
-            if shutdown.killing:
-                return
-        log.info("sim_node_shutdown_finished", node=node, seconds=round(now - shutdown.started_at, 3))
-        self._stop(node)
-
-    def _kill_done(self, node: str, key: PodKey) -> None:
-        agent = self._agents.get(node) if node else None
-        if agent is not None and agent.shutdown is not None and agent.shutdown.killing.pop(key, None) is not None:
-            self.enqueue(node)
+    def pause(self, key: PodKey) -> None:
+        """Cancel the pod's pending timer."""
+        record = self._records.get(key)
+        if record is not None:
+            self._arm(key, record, None)
 
     # -- the sync -------------------------------------------------------------------------
 
-    def sync(self, key: str) -> None:
-        """Drive one pod one step towards where its knobs and its node say it should be
-        (or, for a node name, one step of that node's graceful shutdown)."""
-        if "/" not in key:
-            self._sync_node(key)
-            return
+    def sync(self, key: PodKey) -> None:
+        """Drive one pod one step towards where its knobs and its node say it should be."""
         namespace, name = split_pod_key(key)
         pod = self._storage.get("pods", namespace, name)
         if pod is None:
@@ -347,10 +220,8 @@ class Kubelet(WorkLoop[str]):
         node_name = spec.get("nodeName")
         if not node_name:
             return
-        agent = self._agents.get(node_name)
-        if agent is not None and agent.stopped_at is not None:
+        if self.nodes.stopped(node_name):
             return  # nobody runs this node's pods: they keep their last status
-        shutdown = agent.shutdown if agent is not None else None
         uid = str(meta.get("uid") or "")
         record = self._records.get(key)
         if record is None or record.uid != uid:
@@ -361,15 +232,15 @@ class Kubelet(WorkLoop[str]):
         now = self.clock.now()
 
         if meta.get("deletionTimestamp"):
-            self._kill_done(node_name, key)
+            self.nodes.kill_done(node_name, key)
             self._terminate(key, pod, record, now)
             return
         status = pod.get("status") or {}
         if status.get("phase") in ("Succeeded", "Failed"):
-            self._kill_done(node_name, key)
+            self.nodes.kill_done(node_name, key)
             self._forget(key)
             return
-        if shutdown is not None and self._shut_down_pod(key, pod, record, shutdown, now):
+        if self.nodes.shutting_down(node_name) and self._shut_down_pod(key, pod, record, node_name, now):
             return
         node = self._storage.get("nodes", None, node_name)
         if node is None:
@@ -410,19 +281,16 @@ class Kubelet(WorkLoop[str]):
         future = [t for t in due if t > now]
         self._arm(key, record, min(future) if future else None)
 
-    def _shut_down_pod(
-        self, key: PodKey, pod: dict[str, Any], record: _Record, shutdown: _Shutdown, now: float
-    ) -> bool:
-        """The shutdown's part in a pod's sync; True when it handled the pod."""
-        node = str((pod.get("spec") or {}).get("nodeName") or "")
-        due = shutdown.killing.get(key)
+    def _shut_down_pod(self, key: PodKey, pod: dict[str, Any], record: _Record, node: str, now: float) -> bool:
+        """The shutdown's part in a pod's sync: kill it, or refuse it; True when it handled the pod."""
+        due = self.nodes.kill_due(node, key)
         if due is not None:
             if now < due:
                 self._arm(key, record, due)
                 return True
             if self._write(key, pod, terminated_status(pod, now=now), None):
                 self._forget(key)
-                self._kill_done(node, key)
+                self.nodes.kill_done(node, key)
             return True
         if record.started_at is None:
             # The node shutdown manager's admit handler refuses every pod while it runs.
@@ -521,12 +389,6 @@ class Kubelet(WorkLoop[str]):
         if record is not None:
             record.written_rv = stored["metadata"]["resourceVersion"]
         return True
-
-
-def _finished(pod: dict[str, Any]) -> bool:
-    """Terminal, or already being deleted: nothing for a shutdown to kill."""
-    phase = (pod.get("status") or {}).get("phase")
-    return phase in ("Succeeded", "Failed") or bool((pod.get("metadata") or {}).get("deletionTimestamp"))
 
 
 def _recover_restart(status: dict[str, Any], now: float) -> float | None:
