@@ -49,6 +49,7 @@ unit: $(STAMP)
 test: lint docs-check
 	bash .ci/ensure-promtool
 	bash .ci/ensure-buildah
+	bash .ci/ensure-chromium
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -p no:cacheprovider -n 3 --dist worksteal
 
 # The controller image: docker build when a Docker engine answers, else buildah (daemonless);

@@ -3,6 +3,7 @@
 - ``dsctl run``: the controller, against a real cluster or any kubeconfig.
 - ``dsctl sim``: the main job on a fresh machine: a simulated cluster, the controller and an
   example DaemonSet, with live progress. ``dsctl sim serve`` runs only the simulated cluster.
+- ``dsctl view``: a live, read-only web page of DaemonSets x nodes (``dsctl.view``).
 
 The simulated cluster is its own distribution (``dsctl-sim``, import package ``dsctl_sim``).
 This module never imports it: ``dsctl sim serve`` replaces the process with
@@ -108,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     rollout_cli.register(commands)
     setimage.register(commands)
+    from dsctl.view import cli as view_cli
+
+    view_cli.register(commands)
     return parser
 
 

@@ -4,7 +4,7 @@ Each page in ``PAGES`` is a path under ``docs/`` and a function that renders it 
 definitions the program itself uses, so the page cannot drift from them:
 
 - ``reference/cli.md``: the flags of ``dsctl run`` (the ``Settings`` dataclass), ``dsctl sim``,
-  ``dsctl sim serve`` and ``dsctl rollout`` (their argparse parsers);
+  ``dsctl sim serve``, ``dsctl rollout`` and ``dsctl view`` (their argparse parsers);
 - ``reference/metrics.md``: every metric family in the registry ``dsctl run`` serves, built
   by the same constructors, with leader election on, without sending a request;
 - ``reference/crd.md``: the fields, bounds and validation rules of the ``dsctl.io/v1`` CRD
@@ -154,6 +154,10 @@ def cli_page() -> str:
     for verb, parser in _subparsers(top["rollout"]).items():
         args = " ".join(str(a.metavar or a.dest) for a in _positionals(parser))
         out += [f"### `dsctl rollout {verb} {args}`\n", f"{parser.description}.\n", _options(parser)]
+    out += ["\n## `dsctl view`\n",
+            f"{top['view'].description} The same program runs as the kubectl plugin `kubectl dsctl view`; "
+            "the [guide](../guide/view.md) says what the page shows.\n",
+            _options(top["view"])]
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -164,6 +164,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="controller workers")
     parser.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"),
                         help="controller log level")
+    parser.add_argument("--view-port", type=_count, default=0,
+                        help="port of the live web view on 127.0.0.1 (dsctl view; 0: any free port)")
+    parser.add_argument("--view", default=True, action=argparse.BooleanOptionalAction,
+                        help="serve the live web view beside the cluster")
 
 
 def rolled_out(ds: Mapping[str, Any]) -> bool:
@@ -301,7 +305,7 @@ async def _run_in(workdir: Path, args: argparse.Namespace, *, mode: str) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     async with simulated_cluster(nodes=args.nodes, pod_startup=args.pod_startup_seconds,
-                                 workdir=workdir) as (url, kubeconfig):
+                                 workdir=workdir) as (url, kubeconfig), contextlib.AsyncExitStack() as views:
         print(f"simulated cluster: {url} with {args.nodes} nodes")
         print(f"kubeconfig:        {kubeconfig}")
         listed = "dds" if mode == RESOURCE_CRD else "ds"
@@ -323,6 +327,16 @@ async def _run_in(workdir: Path, args: argparse.Namespace, *, mode: str) -> int:
         )
         http, controller = await ready
         print(f"metrics:           http://127.0.0.1:{http.bound['metrics'][1]}/metrics")
+        if args.view:
+            from dsctl.view.app import running_view
+
+            try:
+                view = await views.enter_async_context(running_view(
+                    resource=crd_daemonsets() if mode == RESOURCE_CRD else DAEMONSETS, kubeconfig=str(kubeconfig),
+                    port=args.view_port))
+                print(f"view:              {view.url}  (live, read-only)")
+            except OSError as exc:  # a busy --view-port: the demo goes on without the page
+                print(f"view:              not started: port {args.view_port}: {exc.strerror or exc}")
         client = await KubeClient.from_config(kubeconfig=str(kubeconfig), qps=50, burst=100)
         try:
             applied = await apply_manifest(client, args.example)
