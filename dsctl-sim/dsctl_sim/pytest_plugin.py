@@ -13,11 +13,11 @@ distribution gets the fixture without configuration::
         kube_sim.admin.add_node("node-extra", labels={"pool": "gpu"})
 
 The marker's keyword arguments are the fields of ``SimServerOptions`` (``nodes``,
-``pod_startup_seconds``, ``control_plane``, ``seed``, ``token``, ``args``); anything else fails
-the test with one line naming the argument and the valid ones. The server runs in a child
-process and is stopped when the test ends, whatever the test did. The fixture is synchronous,
-so it serves plain and async tests alike (an ``async def`` test needs a plugin that runs it,
-such as pytest-asyncio).
+``pod_startup_seconds``, ``control_plane``, ``seed``, ``token``, ``node_monitor_grace_seconds``,
+``args``); anything else fails the test with one line naming the argument and the valid ones.
+The server runs in a child process and is stopped when the test ends, whatever the test did.
+The fixture is synchronous, so it serves plain and async tests alike (an ``async def`` test
+needs a plugin that runs it, such as pytest-asyncio).
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-VALID = "nodes, pod_startup_seconds, control_plane, seed, token, host, args, startup_timeout, stop_timeout"
+VALID = ("nodes, pod_startup_seconds, control_plane, seed, token, host, node_monitor_grace_seconds, args, "
+         "startup_timeout, stop_timeout")
 
 
 @pytest.mark.parametrize(
