@@ -165,7 +165,8 @@ async def end_to_end(nodes: int) -> dict[str, Any]:
     doc = json.loads(done.stdout) if done.stdout else {}
     update = doc.get("daemonsets", [{}])[0].get("update", {})
     _log(f"end to end: dsctl plan took {wall:.2f} s, exit {done.returncode}")
-    return {"wall_seconds": round(wall, 3), "cpu_seconds": round(cpu, 3), "exit_code": done.returncode, "waves": len(update.get("waves", [])),
+    return {"wall_seconds": round(wall, 3), "cpu_seconds": round(cpu, 3), "exit_code": done.returncode,
+            "waves": len(update.get("waves", [])),
             "requests": len(mine), "writes": sum(1 for r in mine if r.get("method") != "GET"),
             "stderr": done.stderr.strip()[:300], **split}
 
