@@ -1,18 +1,13 @@
 # dsctl controller image: `make image` (docker build when a Docker engine answers, else
-# buildah; see README.md, "Container image"), or by hand `docker build -t dsctl:0.1.0 .`
+# buildah; see docs/operations/deploy.md), or by hand `docker build -t dsctl:0.1.0 .`
 #
 # Two stages. The builder turns the source into a wheel and installs it, with its
 # dependencies, into a virtualenv at /opt/venv. The final stage is the same Python base
 # plus that virtualenv and nothing else: no compilers, no build tools, no pip.
 #
-# Measured size (built with buildah on the Debian-bootstrapped base, the only base this
-# machine can get; `python benchmarks/image_size.py`, BENCHMARKS.md section 10):
-#   289 MB unpacked, 105 MB compressed (gzip layers, what a pull downloads), of which the
-#   base is 245 MB / 94 MB and /opt/venv 67 MB unpacked (kubernetes_asyncio is 48 MB of it).
-#   On python:3.11.14-slim-bookworm (about 125 MB unpacked, 45 MB compressed, as listed on
-#   Docker Hub; not pullable here) the same layers come to about 170 MB and 56 MB.
-#   The bytecode costs 26 MB but is worth it: the root filesystem is read-only in the
-#   cluster, so without it every start recompiles in memory.
+# Its size is measured by `python benchmarks/image_size.py` (docs/performance.md).
+# The bytecode is worth its size: the root filesystem is read-only in the cluster, so
+# without it every start recompiles in memory (ADR 0034).
 #
 # The base is pinned to a patch release. For byte-for-byte reproducible builds pin the
 # digest too: --build-arg PYTHON_IMAGE=python:3.11.14-slim-bookworm@sha256:<digest>

@@ -41,7 +41,7 @@ from benchmarks.harness.metrics import histogram, request_log
 from benchmarks.harness.procs import proc_usage
 from benchmarks.harness.profiling import profile
 from benchmarks.harness.results import environment, log, write_result
-from dsctl.controller.backoff import FailedPodBackoff
+from dsctl.controller.backoffstate import FailedPodBackoff
 from dsctl.controller.cacheview import (
     BY_TARGET_NODE,
     ORPHANS_BY_NAMESPACE,

@@ -8,7 +8,7 @@ node runs one Ready pod of the new revision whose kubelet reports the new image.
 
 - ``recreate``: ``rollingUpdateType`` unset (``Standard``): old pods are deleted, new ones
   created, scheduled and started. Lower bound: waves x (termination + startup).
-- ``inplace``: ``dsctl.io/rollingUpdateType: InPlaceIfPossible``: each pod is patched, its
+- ``inplace``: ``dsctl.io/rolling-update-type: InPlaceIfPossible``: each pod is patched, its
   kubelet restarts the container. Lower bound: waves x startup.
 
 API writes are counted two ways over the update window: the controller's own write requests
@@ -76,7 +76,7 @@ async def run_mode(mode: str, *, nodes: int, max_unavailable: str, startup: floa
         try:
             ds = daemonset("agent", strategy=rolling(max_unavailable=max_unavailable))
             if mode == "inplace":
-                ds["metadata"]["annotations"] = {"dsctl.io/rollingUpdateType": "InPlaceIfPossible"}
+                ds["metadata"]["annotations"] = {"dsctl.io/rolling-update-type": "InPlaceIfPossible"}
             await client.create(DAEMONSETS, ds, namespace="default")
             async with RolloutObserver(client, "agent") as first:
                 await first.wait_rolled_out(300)

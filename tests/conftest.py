@@ -12,6 +12,9 @@ from pytest_asyncio import is_async_test
 
 from tests.rbac.suiteaudit import missing_grants, prepare_audit_file
 from tests.support.leaks import pending_tasks, settle
+from tests.support.profiles import register_profiles
+
+register_profiles()
 
 
 def pytest_configure(config: pytest.Config) -> None:

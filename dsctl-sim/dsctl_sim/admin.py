@@ -17,19 +17,30 @@ Requests to ``/sim/`` are not themselves recorded in the request log.
 | ``POST /sim/restart?seconds=N`` | restart the apiserver: answer 202, then refuse connections for N s |
 | ``GET /sim/restarts`` | every restart so far: ``{"down", "up", "seconds"}`` (``up`` 0 while down) |
 | ``GET``/``POST /sim/token`` | rotate the accepted bearer token (see ``dsctl_sim.tokens``) |
+| ``GET /sim/nodes/{name}/kubelet`` | the node's kubelet: ``{"node", "running", "stoppedAt", "shuttingDown"}`` |
+| ``PUT /sim/nodes/{name}/kubelet`` | ``{"running": false}`` stops the kubelet, ``{"running": true}`` starts it |
+| ``POST /sim/nodes/{name}/shutdown`` | graceful node shutdown; optional body |
+|   | ``{"shutdownGracePeriodSeconds": 3, "shutdownGracePeriodCriticalPodsSeconds": 1}`` |
 
 While a restart is under way the admin API is down with the rest of the server; the request
-log, faults and stats are kept, so a test reads them once the server is back.
+log, faults and stats are kept, so a test reads them once the server is back. The node
+endpoints answer 404 for an unknown node, 409 when no simulated kubelet runs
+(``--no-control-plane``) or the kubelet's state forbids the change (a shutdown of a stopped
+kubelet, or of one already shutting down).
 """
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import orjson
 from aiohttp import web
 
+from dsctl_sim.controllers.nodeshutdown import DEFAULT_CRITICAL_GRACE_SECONDS, DEFAULT_GRACE_SECONDS
 from dsctl_sim.errors import BadRequest, Conflict, MethodNotAllowed, NotFound
 from dsctl_sim.faults import FaultConfig
-from dsctl_sim.state import ApiState
+from dsctl_sim.state import ApiState, NodeAgents
 from dsctl_sim.tokens import handle_token
 
 __all__ = ["MAX_RESTART_SECONDS", "handle_admin"]
@@ -71,6 +82,40 @@ def _restart(request: web.BaseRequest, state: ApiState) -> web.Response:
     if not state.restart(seconds=seconds):
         raise Conflict("a restart is already under way")
     return _json({"downSeconds": seconds, "restarts": len(state.outages) + 1}, status=202)
+
+
+def _seconds(body: dict[str, Any], name: str, default: float) -> float:
+    value = body.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise BadRequest(f"{name} must be a non-negative number of seconds, got {value!r}")
+    return float(value)
+
+
+async def _node(request: web.BaseRequest, state: ApiState, name: str, action: str) -> web.Response:
+    """``/sim/nodes/{name}/kubelet`` and ``/sim/nodes/{name}/shutdown``."""
+    kubelets: NodeAgents | None = state.kubelets
+    method = request.method
+    if action not in ("kubelet", "shutdown"):
+        raise NotFound(f"no admin endpoint {method} /sim/nodes/{name}/{action}")
+    if (action, method) not in (("kubelet", "GET"), ("kubelet", "PUT"), ("shutdown", "POST")):
+        raise MethodNotAllowed(f"{method} /sim/nodes/{name}/{action}")
+    if kubelets is None:
+        raise Conflict("no simulated kubelet runs in this cluster (it was started without its control plane)")
+    if method == "GET":
+        if state.storage.get("nodes", None, name) is None:
+            raise NotFound.object(plural="nodes", group="", name=name)
+        return _json(kubelets.agent_status(name))
+    body = await _read_json(request)
+    if not isinstance(body, dict):
+        raise BadRequest("the body must be a JSON object")
+    if action == "kubelet":
+        running = body.get("running")
+        if not isinstance(running, bool):
+            raise BadRequest(f'"running" must be true or false, got {running!r}')
+        return _json(kubelets.set_running(name, running=running))
+    grace = _seconds(body, "shutdownGracePeriodSeconds", DEFAULT_GRACE_SECONDS)
+    critical = _seconds(body, "shutdownGracePeriodCriticalPodsSeconds", min(grace, DEFAULT_CRITICAL_GRACE_SECONDS))
+    return _json(kubelets.shutdown(name, grace_seconds=grace, critical_seconds=critical), status=202)
 
 
 async def handle_admin(request: web.BaseRequest, state: ApiState, parts: list[str]) -> web.Response:
@@ -126,4 +171,6 @@ async def handle_admin(request: web.BaseRequest, state: ApiState, parts: list[st
         return _restart(request, state)
     if what == "restarts" and method == "GET":
         return _json({"items": list(state.outages)})
+    if len(parts) == 3 and parts[0] == "nodes" and parts[1]:
+        return await _node(request, state, parts[1], parts[2])
     raise NotFound(f"no admin endpoint {method} /sim/{what}")

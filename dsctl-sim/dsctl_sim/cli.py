@@ -21,6 +21,7 @@ from typing import Any
 import structlog
 
 from dsctl_sim.cluster import SimCluster, SimOptions
+from dsctl_sim.controllers.nodelifecycle import DEFAULT_GRACE_SECONDS
 from dsctl_sim.faults import FaultConfig, parse_error_rule
 
 __all__ = ["options_from_args", "register", "serve_main"]
@@ -91,6 +92,10 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> argparse.ArgumentPa
     p.add_argument("--token", default=None,
                    help="accept only this bearer token on the API (others get 401); default: any. "
                    "kubectl sends no token over plain http, so use it for token-auth tests of other clients")
+    p.add_argument("--node-monitor-grace-seconds", type=_non_negative, default=DEFAULT_GRACE_SECONDS,
+                   help="seconds without a kubelet heartbeat (a kubelet stopped through the admin API) before "
+                   "the node lifecycle marks the node Unknown; kube-controller-manager's "
+                   "--node-monitor-grace-period is 50s (40s before Kubernetes 1.32)")
     p.add_argument("--no-control-plane", action="store_true",
                    help="serve the API only: no scheduler, kubelet, node lifecycle or GC")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
@@ -115,6 +120,7 @@ def options_from_args(args: argparse.Namespace) -> SimOptions:
         pod_startup_seconds=args.pod_startup_seconds, seed=args.seed, faults=faults,
         history_size=args.history_size, bookmark_seconds=args.bookmark_seconds,
         control_plane=not args.no_control_plane, token=args.token or None,
+        node_monitor_grace_seconds=args.node_monitor_grace_seconds,
     )
 
 

@@ -21,6 +21,7 @@ from types import TracebackType
 import structlog
 
 from dsctl_sim.controllers import ControlPlane, start_control_plane
+from dsctl_sim.controllers.nodelifecycle import DEFAULT_GRACE_SECONDS
 from dsctl_sim.crds import install_crd_controller
 from dsctl_sim.faults import FaultConfig, Faults
 from dsctl_sim.kubeconfig import DEFAULT_TOKEN, write_kubeconfig
@@ -63,6 +64,8 @@ class SimOptions:
     """Run the scheduler, kubelet, node lifecycle and garbage collectors."""
     token: str | None = None
     """The only bearer token the API accepts (401 otherwise); None accepts any credentials."""
+    node_monitor_grace_seconds: float = DEFAULT_GRACE_SECONDS
+    """Seconds a stopped kubelet's node keeps its status before it is marked Unknown."""
 
 
 class SimCluster:
@@ -92,7 +95,11 @@ class SimCluster:
         for i in range(opts.nodes):
             self.storage.create("nodes", make_node(f"node-{i}", index=i, now=now))
         if opts.control_plane:
-            self.control_plane = start_control_plane(self.storage, pod_startup_seconds=opts.pod_startup_seconds)
+            self.control_plane = start_control_plane(
+                self.storage, pod_startup_seconds=opts.pod_startup_seconds,
+                node_monitor_grace_seconds=opts.node_monitor_grace_seconds,
+            )
+            self.state.kubelets = self.control_plane.kubelet
         self.url = await self.server.start(host=opts.host, port=opts.port)
         if opts.kubeconfig:
             self.kubeconfig = write_kubeconfig(opts.kubeconfig, self.url, token=opts.token or DEFAULT_TOKEN)
@@ -104,6 +111,7 @@ class SimCluster:
         await self.server.stop()
         plane = self.control_plane
         if plane is not None:
+            self.state.kubelets = None
             await plane.stop()
             self.control_plane = None
         self._uninstall_crds()

@@ -4,7 +4,8 @@ kubectl asks ``/api`` and ``/apis`` on every command. When its ``Accept`` header
 aggregated discovery (``as=APIGroupDiscoveryList``) both are answered in that form and
 kubectl needs nothing more; otherwise the legacy ``APIVersions``/``APIGroupList`` are served
 and kubectl fetches each group-version's resource list. ``apply`` also fetches
-``/openapi/v3`` and one group-version document. Documents are built from the live
+``/openapi/v3`` and one group-version document, and ``/openapi/v2`` (as protobuf) when it
+patches an existing object. Documents are built from the live
 ``Registry``, so CRD types appear as soon as they are registered; this module only decides
 which builder a path needs.
 """
@@ -60,6 +61,13 @@ def serve(request: web.BaseRequest, registry: Registry, parts: list[str]) -> web
         if len(parts) == 3 and _served(registry, parts[1], parts[2]):
             return _json(discovery.api_resource_list(types, parts[1], parts[2]))
         return None
+    if head == "openapi" and parts[1:] == ["v2"]:
+        doc = discovery.openapi_v2_doc(types)
+        if discovery.wants_protobuf(request.headers.get("Accept", "")):
+            resp = web.Response(body=discovery.openapi_v2_protobuf(doc))
+            resp.headers["Content-Type"] = discovery.OPENAPI_V2_PROTOBUF
+            return resp
+        return _json(doc)
     if head == "openapi" and len(parts) >= 2 and parts[1] == "v3":
         rest = parts[2:]
         if not rest:

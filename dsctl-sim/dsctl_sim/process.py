@@ -12,7 +12,12 @@ works the same from synchronous tests, from async tests and from another thread:
 - ``faults()``, ``set_faults(**knobs)`` (replace), ``patch_faults(**knobs)`` (merge);
 - ``compact(expire_watches=False)``, ``drop_watches()``;
 - ``requests(since=0)``, ``stats()``;
-- ``add_node(name, labels=..., taints=...)``, ``delete_node(name)``, ``get(path)``, ``request``.
+- ``add_node(name, labels=..., taints=..., finalizers=...)``, ``delete_node(name)``, ``get(path)``,
+  ``request``;
+- node lifecycle: ``kubelet(name)``, ``set_kubelet(name, running=False)``,
+  ``shutdown_node(name, grace_seconds=3, critical_grace_seconds=1)``, ``add_taint(name, taint)``,
+  ``remove_taint(name, key)`` (a JSON patch guarded by a ``test`` of the taints it read),
+  ``remove_finalizers(name)``.
 
 The server only ever listens on a loopback address: ``SimServerOptions.host`` refuses others.
 """
@@ -56,6 +61,8 @@ class SimServerOptions:
     """Accept only this bearer token on the API; the written kubeconfig carries it."""
     host: str = "127.0.0.1"
     """Loopback address to listen on (127.0.0.0/8 or ::1)."""
+    node_monitor_grace_seconds: float | None = None
+    """Seconds before a stopped kubelet's node is marked Unknown (None: the server's default)."""
     args: Sequence[str] = ()
     """Further ``dsctl-sim serve`` flags, e.g. ``("--fault-error-rate", "create:pods:500:0.1")``."""
     startup_timeout: float = 60.0
@@ -76,6 +83,8 @@ class SimServerOptions:
             cmd += ["--seed", str(self.seed)]
         if self.token:
             cmd += ["--token", self.token]
+        if self.node_monitor_grace_seconds is not None:
+            cmd += ["--node-monitor-grace-seconds", str(self.node_monitor_grace_seconds)]
         return [*cmd, *self.args]
 
 
@@ -88,15 +97,18 @@ class SimAdmin:
     timeout: float = 30.0
     user_agent: str = field(default="dsctl-sim-admin")
 
-    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        """One request to the server; returns ``(status, decoded JSON body or text)``."""
+    def request(self, method: str, path: str, body: Any = None, *,
+                content_type: str | None = None) -> tuple[int, Any]:
+        """One request to the server; returns ``(status, decoded JSON body or text)``.
+
+        A PATCH of an API path is a JSON merge patch unless ``content_type`` says otherwise."""
         data = None if body is None else orjson.dumps(body)
         req = urllib.request.Request(self.url + path, data=data, method=method)
         req.add_header("User-Agent", self.user_agent)
         req.add_header("Accept", "application/json")
         if data is not None:
-            ctype = "application/merge-patch+json" if method == "PATCH" and not path.startswith("/sim/") \
-                else "application/json"
+            ctype = content_type or ("application/merge-patch+json" if method == "PATCH"
+                                     and not path.startswith("/sim/") else "application/json")
             req.add_header("Content-Type", ctype)
         if self.token:
             req.add_header("Authorization", f"Bearer {self.token}")
@@ -111,8 +123,8 @@ class SimAdmin:
         except orjson.JSONDecodeError:
             return status, raw.decode(errors="replace")
 
-    def _ok(self, method: str, path: str, body: Any = None) -> Any:
-        status, out = self.request(method, path, body)
+    def _ok(self, method: str, path: str, body: Any = None, *, content_type: str | None = None) -> Any:
+        status, out = self.request(method, path, body, content_type=content_type)
         if status >= 300:
             raise RuntimeError(f"{method} {path} answered {status}: {out}")
         return out
@@ -156,17 +168,87 @@ class SimAdmin:
         return out
 
     def add_node(self, name: str, *, labels: dict[str, str] | None = None,
-                 taints: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
-        """Create a node; the simulated kubelet reports it Ready."""
-        node = {"apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+                 taints: Sequence[dict[str, str]] = (), finalizers: Sequence[str] = ()) -> dict[str, Any]:
+        """Create a node; the simulated kubelet reports it Ready. With ``finalizers`` (Karpenter's
+        ``karpenter.sh/termination``) a delete leaves it in place, marked, until they are removed."""
+        meta: dict[str, Any] = {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}}
+        if finalizers:
+            meta["finalizers"] = list(finalizers)
+        node = {"apiVersion": "v1", "kind": "Node", "metadata": meta,
                 "spec": {"taints": list(taints)} if taints else {}}
         out: dict[str, Any] = self._ok("POST", "/api/v1/nodes", node)
         return out
 
     def delete_node(self, name: str) -> None:
-        """Delete a node; pod GC removes the pods bound to it."""
+        """Delete a node; pod GC removes the pods bound to it once it is gone."""
         self._ok("DELETE", f"/api/v1/nodes/{name}")
+
+    def remove_finalizers(self, name: str) -> dict[str, Any]:
+        """Empty the node's finalizers, as Karpenter does once it has drained a deleted node."""
+        out: dict[str, Any] = self._ok("PATCH", f"/api/v1/nodes/{name}", {"metadata": {"finalizers": None}})
+        return out
+
+    # -- node lifecycle ---------------------------------------------------------------------
+
+    def kubelet(self, name: str) -> dict[str, Any]:
+        """The node's kubelet: ``{"node", "running", "stoppedAt", "shuttingDown"}``."""
+        out: dict[str, Any] = self._ok("GET", f"/sim/nodes/{name}/kubelet")
+        return out
+
+    def set_kubelet(self, name: str, *, running: bool) -> dict[str, Any]:
+        """Stop (``running=False``) or start the node's kubelet. Stopped, it renews nothing: the
+        node turns Unknown after the node-monitor grace period, its pods keep their status and
+        deleted pods stay Terminating; started again, everything resumes."""
+        out: dict[str, Any] = self._ok("PUT", f"/sim/nodes/{name}/kubelet", {"running": running})
+        return out
+
+    def shutdown_node(self, name: str, *, grace_seconds: float | None = None,
+                      critical_grace_seconds: float | None = None) -> dict[str, Any]:
+        """Begin the kubelet's graceful node shutdown (``shutdownGracePeriod`` and
+        ``shutdownGracePeriodCriticalPods``, the server's defaults when None); at its end the
+        kubelet stops."""
+        body: dict[str, float] = {}
+        if grace_seconds is not None:
+            body["shutdownGracePeriodSeconds"] = grace_seconds
+        if critical_grace_seconds is not None:
+            body["shutdownGracePeriodCriticalPodsSeconds"] = critical_grace_seconds
+        out: dict[str, Any] = self._ok("POST", f"/sim/nodes/{name}/shutdown", body)
+        return out
+
+    def add_taint(self, name: str, taint: dict[str, Any]) -> dict[str, Any]:
+        """Add ``taint`` (replacing one with the same key and effect) with a read-modify-write
+        update, as cluster-autoscaler does; a concurrent change answers 409, and is retried."""
+        for _ in range(10):
+            node = self.get(f"/api/v1/nodes/{name}")
+            spec = node.setdefault("spec", {})
+            same = (taint.get("key"), taint.get("effect"))
+            spec["taints"] = [t for t in spec.get("taints") or [] if (t.get("key"), t.get("effect")) != same]
+            spec["taints"].append(dict(taint))
+            status, out = self.request("PUT", f"/api/v1/nodes/{name}", node)
+            if status != 409:
+                if status >= 300:
+                    raise RuntimeError(f"PUT /api/v1/nodes/{name} answered {status}: {out}")
+                return dict(out)
+        raise RuntimeError(f"node {name} kept changing; taint not added")
+
+    def remove_taint(self, name: str, key: str) -> dict[str, Any]:
+        """Remove every taint with ``key``: a JSON patch whose ``test`` of the taints it read makes
+        a concurrent change fail it (422) instead of being lost; it is then read and tried again."""
+        for _ in range(10):
+            node = self.get(f"/api/v1/nodes/{name}")
+            taints = (node.get("spec") or {}).get("taints") or []
+            kept = [t for t in taints if t.get("key") != key]
+            if len(kept) == len(taints):
+                return dict(node)
+            ops = [{"op": "test", "path": "/spec/taints", "value": taints},
+                   {"op": "replace", "path": "/spec/taints", "value": kept}]
+            status, out = self.request("PATCH", f"/api/v1/nodes/{name}", ops,
+                                       content_type="application/json-patch+json")
+            if status != 422:
+                if status >= 300:
+                    raise RuntimeError(f"PATCH /api/v1/nodes/{name} answered {status}: {out}")
+                return dict(out)
+        raise RuntimeError(f"node {name} kept changing; taint {key} not removed")
 
 
 class SimServer:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from dsctl_sim.validation.crschema import CustomSchema
 
-__all__ = ["BUILTIN_TYPES", "Registry", "ResourceType"]
+__all__ = ["BUILTIN_TYPES", "STORED_ONLY", "Registry", "ResourceType"]
 
 _ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 
@@ -122,6 +122,21 @@ _NEW_EVENT_FIELDS = (
     "type",
 )
 
+STORED_ONLY: tuple[ResourceType, ...] = (
+    ResourceType("", "v1", "ServiceAccount", "serviceaccounts", True, short_names=("sa",)),
+    ResourceType("", "v1", "Service", "services", True, short_names=("svc",), has_status=True,
+                 categories=("all",)),
+    ResourceType("apps", "v1", "Deployment", "deployments", True, short_names=("deploy",), has_status=True,
+                 categories=("all",)),
+    ResourceType("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "Role", "roles", True),
+    ResourceType("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True),
+)
+"""Kinds the simulator stores and serves with no loop acting on them, so that the repository's
+install manifests (``kubectl apply -k manifests/``) apply as on a cluster: a Deployment is
+kept but never rolled out, RBAC objects are kept but never enforced (ADR 0136)."""
+
 BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "Namespace", "namespaces", False, short_names=("ns",), has_status=True,
                  field_selectors=("status.phase",)),
@@ -143,6 +158,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
                  has_status=True),
     ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
                  False, short_names=("crd", "crds"), has_status=True, categories=("api-extensions",)),
+    *STORED_ONLY,
 )
 
 

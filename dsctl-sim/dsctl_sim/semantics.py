@@ -5,24 +5,32 @@ Those live in ``dsctl_sim.validation``, ``dsctl_sim.patch`` and ``dsctl_sim.disc
 server's error types, so handlers deal only in ``StorageError``: validation causes (a
 CRD's schema and CEL rules included, through ``ResourceType.schema``) become 422
 ``Invalid``, integers out of their Go type's range 400 decode errors, ``PatchError`` codes
-become 400/415/422.
+become 400/415/422 (a JSON patch that does not apply, 422 with kube-apiserver's generic words).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import structlog
+
 from dsctl_sim.crds import printer_columns
 from dsctl_sim.discovery import to_table
 from dsctl_sim.errors import BadRequest, Invalid, StorageError, UnsupportedMediaType
-from dsctl_sim.patch import PatchError, apply_patch
+from dsctl_sim.patch import JsonPatchNotApplicable, PatchError, apply_patch
+from dsctl_sim.patch.apply import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH
 from dsctl_sim.registry import ResourceType
 from dsctl_sim.storage import Storage
 from dsctl_sim.validation import apply_defaults, decode_error, validate
 
-__all__ = ["admit", "admit_status", "patched", "render_table", "table_for"]
+__all__ = ["JSON_PATCH_NOT_APPLICABLE", "admit", "admit_status", "patched", "render_table", "table_for"]
+
+log = structlog.get_logger(__name__)
 
 Obj = dict[str, Any]
+
+JSON_PATCH_NOT_APPLICABLE = "the server rejected our request due to an error in our request"
+"""The message of kube-apiserver's 422 for a JSON patch that does not apply (a failed ``test``)."""
 
 
 def _check_decodes(rt: ResourceType, obj: Obj) -> None:
@@ -61,9 +69,19 @@ def admit_status(rt: ResourceType, obj: Obj, old: Obj) -> None:
 
 def patched(rt: ResourceType, original: Obj, body: bytes, content_type: str) -> Obj:
     """``original`` with the patch applied (a new dict sharing nothing with ``original``);
-    the patch error mapped to a Status."""
+    the patch error mapped to a Status.
+
+    A custom resource has no strategic-merge rules (its schema names no merge keys), so
+    kube-apiserver refuses that patch type for it with 415; so does the simulator."""
+    if not rt.builtin and content_type.split(";", 1)[0].strip().lower() == STRATEGIC_MERGE_PATCH:
+        raise UnsupportedMediaType("the body of the request was in an unknown format - accepted media types "
+                                   f"include: {JSON_PATCH}, {MERGE_PATCH}")
     try:
         out = apply_patch(original, body, content_type, kind=rt.kind)
+    except JsonPatchNotApplicable as err:
+        # kube-apiserver's NewGenericServerResponse(422): the library's reason is not passed on.
+        log.debug("sim_json_patch_not_applicable", kind=rt.kind, error=err.message)
+        raise Invalid(JSON_PATCH_NOT_APPLICABLE) from err
     except PatchError as err:
         if err.code == 415:
             raise UnsupportedMediaType(err.message) from err

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from dsctl_sim.faults import Faults
 from dsctl_sim.listing import Paginator
@@ -18,13 +18,26 @@ from dsctl_sim.metrics import SimMetrics
 from dsctl_sim.requestlog import RequestLog
 from dsctl_sim.storage import Storage
 
-__all__ = ["ApiState", "Restarter"]
+__all__ = ["ApiState", "NodeAgents", "Restarter"]
 
 
 class Restarter(Protocol):
     """Schedules an apiserver restart (``SimServer.schedule_restart``); False if one is under way."""
 
     def __call__(self, *, seconds: float) -> bool: ...
+
+
+class NodeAgents(Protocol):
+    """The simulated kubelets, as the admin API drives them (``controllers.kubelet.Kubelet``).
+
+    Each method returns the node's kubelet state for the response, or raises a ``StorageError``
+    (``NotFound`` for an unknown node, ``Conflict`` for a state that forbids it)."""
+
+    def agent_status(self, node: str) -> dict[str, Any]: ...
+
+    def set_running(self, node: str, *, running: bool) -> dict[str, Any]: ...
+
+    def shutdown(self, node: str, *, grace_seconds: float, critical_seconds: float) -> dict[str, Any]: ...
 
 
 @dataclass(slots=True)
@@ -53,3 +66,5 @@ class ApiState:
     """Set by the server that serves this state: ``POST /sim/restart`` calls it."""
     outages: list[dict[str, float]] = field(default_factory=list)
     """One ``{"down", "up", "seconds"}`` (epoch seconds; ``up`` 0 while down) per restart."""
+    kubelets: NodeAgents | None = None
+    """Set while a simulated kubelet runs: ``/sim/nodes/{name}/...`` drives it."""

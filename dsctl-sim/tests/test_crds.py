@@ -108,3 +108,16 @@ async def test_crd_without_status_subresource(api: Api) -> None:
     assert out["status"] == {"ready": True}
     status, _ = await api.call("PUT", f"{WIDGETS}/w1/status", out)
     assert status == 404
+
+
+async def test_custom_resource_refuses_a_strategic_merge_patch(api: Api) -> None:
+    """A custom resource takes merge and JSON patches; a strategic merge patch is 415, as on kube-apiserver."""
+    await api.ok("POST", CRDS, crd())
+    await api.ok("POST", WIDGETS, widget("w1"))
+    patch = {"spec": {"size": 2}}
+    status, body = await api.call("PATCH", f"{WIDGETS}/w1", patch,
+                                  headers={"Content-Type": "application/strategic-merge-patch+json"})
+    assert (status, body["reason"]) == (415, "UnsupportedMediaType")
+    assert "application/merge-patch+json" in body["message"]
+    merged = await api.ok("PATCH", f"{WIDGETS}/w1", patch, headers={"Content-Type": "application/merge-patch+json"})
+    assert merged["spec"] == {"size": 2}

@@ -42,8 +42,8 @@ def test_group_list_order_and_preferred_versions() -> None:
     """Groups come in apiserver priority order; a CRD's preferred version is its most stable, newest one."""
     groups = api_group_list(TYPES)["groups"]
     assert [g["name"] for g in groups] == [
-        "apps", "events.k8s.io", "policy", "scheduling.k8s.io", "coordination.k8s.io", "apiextensions.k8s.io",
-        "example.com",
+        "apps", "events.k8s.io", "policy", "rbac.authorization.k8s.io", "scheduling.k8s.io", "coordination.k8s.io",
+        "apiextensions.k8s.io", "example.com",
     ]
     widgets = groups[-1]
     assert [v["version"] for v in widgets["versions"]] == ["v2", "v1", "v1beta1"]
@@ -80,9 +80,10 @@ def test_core_resource_list() -> None:
 
 
 def test_apps_resource_list() -> None:
-    """`/apis/apps/v1` serves daemonsets (ds, category all, status) and controllerrevisions."""
+    """`/apis/apps/v1` serves daemonsets (ds, category all, status), controllerrevisions and deployments."""
     names = _by_name(api_resource_list(TYPES, "apps", "v1"))
-    assert set(names) == {"daemonsets", "daemonsets/status", "controllerrevisions"}
+    assert set(names) == {"daemonsets", "daemonsets/status", "controllerrevisions", "deployments",
+                          "deployments/status"}
     assert names["daemonsets"]["shortNames"] == ["ds"]
     assert names["daemonsets"]["categories"] == ["all"]
     assert "shortNames" not in names["controllerrevisions"]

@@ -8,9 +8,12 @@ from typing import Any
 import pytest
 
 from dsctl_api.timefmt import format_rfc3339
-from dsctl_sim.controllers import ControlPlane, FakeClock, start_control_plane
+from dsctl_sim import nodes
+from dsctl_sim.controllers import ANN_NEVER_READY, ControlPlane, FakeClock, start_control_plane
+from dsctl_sim.controllers.nodelifecycle import DEFAULT_GRACE_SECONDS
 from dsctl_sim.controllers.testing import make_node, make_pod, wait_for
 from dsctl_sim.disruption import DELETION_TIMEOUT, PDB_KEY, budget_status, matching_budgets
+from dsctl_sim.eviction import BudgetRefusal, evict
 from dsctl_sim.storage import Storage
 
 NOW = 1_800_000_000.0
@@ -155,3 +158,51 @@ async def test_controller_forgets_an_eviction_that_never_became_a_deletion(sim: 
     await wait_for(lambda: _status(storage).get("currentHealthy") == 2, what="eviction record expired")
     assert "disruptedPods" not in _status(storage)
     await plane.settle()
+
+
+def _owned(name: str, node: str, owner: str, **kw: Any) -> dict[str, Any]:
+    body = make_pod(name, labels={"app": "agent"}, node_name=node, **kw)
+    body["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent",
+                                            "uid": owner, "controller": True, "blockOwnerDeletion": True}]
+    body["spec"]["tolerations"] = [{"operator": "Exists"}]
+    return body
+
+
+def _counts(storage: Storage) -> tuple[int, int, int, int]:
+    status = _status(storage)
+    return (status.get("expectedPods", -1), status.get("desiredHealthy", -1), status.get("currentHealthy", -1),
+            status.get("disruptionsAllowed", -1))
+
+
+async def test_daemonset_budget_counts_unready_and_unreachable_pods_out(sim: Sim) -> None:
+    """Integer minAvailable over DaemonSet pods: expectedPods is every matching pod, currentHealthy the
+    Ready ones; a pod on a node whose kubelet stopped drops out once the node lifecycle marks it not
+    Ready, and the Eviction API then answers 429 with the budget's numbers."""
+    storage, plane, clock = sim
+    for index, name in enumerate(("n2", "n3"), start=2):
+        storage.create("nodes", nodes.make_node(name, index=index, now=clock.now()))
+    template = {"metadata": {"labels": {"app": "agent"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    ds = storage.create("apps/daemonsets", {"metadata": {"name": "agent", "namespace": "default"},
+                                            "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                                                     "template": template}})
+    owner = ds["metadata"]["uid"]
+    for name, node in (("a", "n1"), ("b", "n2"), ("c", "n3")):
+        storage.create("pods", _owned(name, node, owner))
+    storage.create("pods", _owned("d", "n1", owner, annotations={ANN_NEVER_READY: "true"}))
+    storage.create(PDB_KEY, {"metadata": {"name": "web", "namespace": "default"},
+                             "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "agent"}}}})
+    await wait_for(lambda: _counts(storage) == (4, 2, 3, 1), what="budget over ready pods")
+    assert plane.kubelet is not None
+    plane.kubelet.set_running("n3", running=False)
+    await plane.settle()
+    clock.advance(DEFAULT_GRACE_SECONDS)
+    await wait_for(lambda: _counts(storage) == (4, 2, 2, 0), what="unreachable pod not healthy")
+    with pytest.raises(BudgetRefusal) as refused:
+        evict(storage, namespace="default", name="a", eviction={"metadata": {"name": "a"}}, dry_run=False)
+    body = refused.value.to_status()
+    assert (body["code"], body["reason"], body["message"]) == (
+        429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.")
+    assert body["details"]["causes"] == [
+        {"reason": "DisruptionBudget", "message": "The disruption budget web needs 2 healthy pods and has 2 currently"}]
+    plane.kubelet.set_running("n3", running=True)
+    await wait_for(lambda: _counts(storage) == (4, 2, 3, 1), what="pod healthy again")

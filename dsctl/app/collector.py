@@ -5,8 +5,8 @@ by reference counting when the informer replaces them. The cyclic collector cann
 any of them, yet with the default thresholds (700, 10, 10) it rescans them over and over:
 every sync allocates tens of thousands of short-lived containers, the ones alive across an
 await are promoted, and every 25 % growth of the old generation triggers a full collection
-over the whole cache. At 5,000 nodes and 100,000 cached pods that was about a third of the
-controller's CPU during node joins (docs/decisions.md, 2026-12-01).
+over the whole cache, which at scale costs a large share of the controller's CPU during node
+joins (ADR 0015).
 
 Two measures, both process-wide:
 
@@ -20,15 +20,14 @@ from __future__ import annotations
 
 import gc
 
-__all__ = ["THRESHOLDS", "freeze_caches", "tune_collector"]
+from dsctl.tuning import GC_THRESHOLDS
 
-#: (young, middle, old): a young collection per 50,000 net allocations instead of 700.
-THRESHOLDS = (50_000, 50, 100)
+__all__ = ["freeze_caches", "tune_collector"]
 
 
 def tune_collector() -> None:
-    """Apply ``THRESHOLDS``; idempotent."""
-    gc.set_threshold(*THRESHOLDS)
+    """Apply ``GC_THRESHOLDS``; idempotent."""
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def freeze_caches() -> int:

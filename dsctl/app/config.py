@@ -2,7 +2,8 @@
 
 Every field carries its help text and default. ``add_arguments`` turns the fields into
 ``--kebab-case`` flags, each with a ``DSCTL_SNAKE_CASE`` environment twin that supplies the
-default, and ``settings_table`` renders the README's configuration table from the same data.
+default, and ``settings_table`` renders the configuration table of ``docs/reference/cli.md``
+from the same data.
 """
 
 from __future__ import annotations
@@ -164,7 +165,7 @@ def settings_from_args(args: argparse.Namespace, argv: Sequence[str] = ()) -> Se
 
 
 def settings_table() -> str:
-    """The README configuration table, rendered from the dataclass."""
+    """The configuration table of the command-line reference, rendered from the dataclass."""
     lines = ["| flag | env | default | meaning |", "|---|---|---|---|"]
     for f in fields(Settings):
         flag = "--" + f.name.replace("_", "-")

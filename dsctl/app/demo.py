@@ -25,8 +25,9 @@ from typing import Any
 import yaml
 
 from dsctl.app.childproc import die_with_parent
-from dsctl.app.config import Settings
+from dsctl.app.config import RESOURCE_APPS, RESOURCE_CRD, Settings
 from dsctl.app.logging import configure_logging
+from dsctl.app.nodelines import natural_key, node_lines
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import (
@@ -39,9 +40,12 @@ from dsctl.kube.resources import (
     crd_daemonsets,
 )
 
-__all__ = ["add_arguments", "main", "rolled_out"]
+__all__ = ["add_arguments", "example_mode", "main", "rolled_out"]
 
 DEFAULT_EXAMPLE = Path(__file__).resolve().parents[2] / "manifests" / "examples" / "nginx-ds.yaml"
+CRD_FILE = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "daemonsets.dsctl.io.yaml"
+CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
+                namespaced=False)
 
 
 _KNOWN: dict[tuple[str, str], Resource] = {
@@ -115,6 +119,36 @@ def check_example(path: Path) -> list[str]:
     return names
 
 
+def example_mode(path: Path) -> str:
+    """The DaemonSet kind the example holds, which the controller then reconciles: apps/v1, or
+    dsctl.io/v1 (CRD mode). One process reconciles one kind, so a file with both is refused."""
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+    kinds = {str(d.get("apiVersion")) for d in docs if d.get("kind") == "DaemonSet"}
+    if len(kinds) > 1:
+        raise ValueError(f"--example {path}: holds both apps/v1 and dsctl.io/v1 DaemonSets; dsctl reconciles "
+                         "one kind per process: give one file of each kind to its own 'dsctl sim'")
+    return RESOURCE_CRD if kinds == {RESOURCE_CRD} else RESOURCE_APPS
+
+
+async def install_crd(client: KubeClient) -> None:
+    """Create the dsctl.io/v1 CRD from the repository's manifest and wait until it is served."""
+    if not CRD_FILE.is_file():
+        raise errors.ConfigError(f"CRD mode needs the CRD manifest {CRD_FILE.name} of a dsctl checkout "
+                                 f"(not found at {CRD_FILE}); give an apps/v1 example instead")
+    crd = yaml.safe_load(await asyncio.to_thread(CRD_FILE.read_text))
+    with contextlib.suppress(errors.AlreadyExists):
+        await client.create(CRDS, crd)
+    deadline = time.monotonic() + 30
+    while True:
+        with contextlib.suppress(errors.NotFound):
+            await client.list(crd_daemonsets(), limit=1)
+            return
+        if time.monotonic() > deadline:
+            raise errors.ConfigError("the simulated cluster did not serve dsctl.io/v1 DaemonSets within 30 s "
+                                     "of their CRD's creation")
+        await asyncio.sleep(0.1)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``dsctl sim`` (the main job); ``dsctl sim serve`` has its own."""
     parser.add_argument("--nodes", type=_count, default=20, help="nodes in the simulated cluster")
@@ -130,6 +164,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="controller workers")
     parser.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"),
                         help="controller log level")
+    parser.add_argument("--view-port", type=_count, default=0,
+                        help="port of the live web view on 127.0.0.1 (dsctl view; 0: any free port)")
+    parser.add_argument("--view", default=True, action=argparse.BooleanOptionalAction,
+                        help="serve the live web view beside the cluster")
 
 
 def rolled_out(ds: Mapping[str, Any]) -> bool:
@@ -211,16 +249,12 @@ async def progress(controller: Any, *, until_converged: bool, timeout: float) ->
     nodes: dict[str, str] = {}
     started = time.monotonic()
     while True:
-        current = {n["metadata"]["name"]: _node_state(n) for n in controller.nodes.store.list()}
-        for name in sorted(current.keys() - nodes.keys()):
-            print(f"node   {name:<24} joined ({current[name]})")
-        for name in sorted(nodes.keys() - current.keys()):
-            print(f"node   {name:<24} left")
-        for name in sorted(current.keys() & nodes.keys()):
-            if current[name] != nodes[name]:
-                print(f"node   {name:<24} {nodes[name]} -> {current[name]}")
+        current = {n["metadata"]["name"]: _node_state(n) for n in controller.caches.nodes.store.list()}
+        for line in node_lines(nodes, current):
+            print(line)
         nodes = current
-        daemonsets = controller.daemonsets.store.list()
+        daemonsets = sorted(controller.caches.daemonsets.store.list(),
+                            key=lambda d: (d["metadata"]["namespace"], natural_key(d["metadata"]["name"])))
         for ds in daemonsets:
             s = ds.get("status") or {}
             key = f"{ds['metadata']['namespace']}/{ds['metadata']['name']}"
@@ -242,26 +276,50 @@ async def progress(controller: Any, *, until_converged: bool, timeout: float) ->
 
 async def run_demo(args: argparse.Namespace) -> int:
     """The body of ``dsctl sim``."""
-    from dsctl.app import runner
-
     try:
         await asyncio.to_thread(check_example, args.example)
+        mode = await asyncio.to_thread(example_mode, args.example)
     except ValueError as exc:
         print(f"dsctl sim: {exc}", file=sys.stderr)
         return 2
     workdir = Path(tempfile.mkdtemp(prefix="dsctl-sim-"))
+    code = 1
+    try:
+        code = await _run_in(workdir, args, mode=mode)
+    except errors.KubeError as exc:
+        print(f"dsctl sim: {exc}", file=sys.stderr)
+    finally:
+        if code == 0:  # the cluster is gone, so is the kubeconfig's use
+            await asyncio.to_thread(shutil.rmtree, workdir, ignore_errors=True)
+        else:  # a failure keeps the simulator's log to read, and says where
+            print(f"dsctl sim: kept {workdir} (the simulator's log is sim.log there)", file=sys.stderr)
+    return code
+
+
+async def _run_in(workdir: Path, args: argparse.Namespace, *, mode: str) -> int:
+    """The main job, with its files in ``workdir``; returns the exit code."""
+    from dsctl.app import runner
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     async with simulated_cluster(nodes=args.nodes, pod_startup=args.pod_startup_seconds,
-                                 workdir=workdir) as (url, kubeconfig):
+                                 workdir=workdir) as (url, kubeconfig), contextlib.AsyncExitStack() as views:
         print(f"simulated cluster: {url} with {args.nodes} nodes")
         print(f"kubeconfig:        {kubeconfig}")
-        print(f"try:               KUBECONFIG={kubeconfig} {_kubectl()} get ds,pods -o wide")
+        listed = "dds" if mode == RESOURCE_CRD else "ds"
+        print(f"try:               KUBECONFIG={kubeconfig} {_kubectl()} get {listed},pods -o wide")
+        if mode == RESOURCE_CRD:
+            client = await KubeClient.from_config(kubeconfig=str(kubeconfig))
+            try:
+                await install_crd(client)
+            finally:
+                await client.close()
+            print(f"mode:              CRD (dsctl.io/v1 DaemonSets; installed {CRD_FILE.name})")
         settings = Settings(kubeconfig=str(kubeconfig), workers=args.workers, metrics_bind_address="127.0.0.1:0",
                             health_probe_bind_address="127.0.0.1:0", log_format="console",
-                            log_level=args.log_level).validate()
+                            log_level=args.log_level, resource=mode).validate()
         ready: asyncio.Future[Any] = loop.create_future()
         controller_task = asyncio.create_task(
             runner.run(settings, stop=stop, on_ready=lambda http, ctl: ready.set_result((http, ctl))),
@@ -269,6 +327,16 @@ async def run_demo(args: argparse.Namespace) -> int:
         )
         http, controller = await ready
         print(f"metrics:           http://127.0.0.1:{http.bound['metrics'][1]}/metrics")
+        if args.view:
+            from dsctl.view.app import running_view
+
+            try:
+                view = await views.enter_async_context(running_view(
+                    resource=crd_daemonsets() if mode == RESOURCE_CRD else DAEMONSETS, kubeconfig=str(kubeconfig),
+                    port=args.view_port))
+                print(f"view:              {view.url}  (live, read-only)")
+            except OSError as exc:  # a busy --view-port: the demo goes on without the page
+                print(f"view:              not started: port {args.view_port}: {exc.strerror or exc}")
         client = await KubeClient.from_config(kubeconfig=str(kubeconfig), qps=50, burst=100)
         try:
             applied = await apply_manifest(client, args.example)
@@ -287,8 +355,6 @@ async def run_demo(args: argparse.Namespace) -> int:
         results = await asyncio.gather(controller_task, progress_task, stopper, return_exceptions=True)
         if isinstance(results[0], int) and results[0] != 0:
             code = results[0]
-    if code == 0:  # the cluster is gone, so is the kubeconfig's use; a failure keeps sim.log to read
-        await asyncio.to_thread(shutil.rmtree, workdir, ignore_errors=True)
     return code
 
 

@@ -1,7 +1,7 @@
 """The first request of ``dsctl run``: can this identity list the DaemonSets it should reconcile?
 
 A bad token, an unreachable server or a missing CRD should end start-up with one line that says
-what was tried and what to do, not a bare ``404 NotFound`` (issue 14). A 404 on the collection
+what was tried and what to do, not a bare ``404 NotFound`` (ADR 0040). A 404 on the collection
 means the API server does not serve that group/version/resource: in CRD mode, the CRD is not
 installed.
 
@@ -33,9 +33,9 @@ OVERLOAD_PATIENCE = 60.0
 """Seconds start-up waits out a server answering 429 or 5xx."""
 UNREACHABLE_PATIENCE = 10.0
 """Seconds start-up waits for a server it cannot connect to: kube-controller-manager's wait for
-``/healthz`` at start-up. A controller restarted inside an API server's restart (soak seed 53693:
-1 to 3 s of refused connections) must not exit; a typo in the server's address is still told
-within seconds."""
+``/healthz`` at start-up. A controller restarted inside an API server's restart sees a few
+seconds of refused connections and must not exit; a typo in the server's address is still told
+within seconds (ADR 0085)."""
 
 
 def overload_backoff() -> Backoff:

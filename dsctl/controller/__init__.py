@@ -1,12 +1,15 @@
 """The imperative side of the DaemonSet controller: wiring, execution, workers.
 
-``dsctl.daemonset`` decides; this package acts. It connects informers to the work queue
-(``handlers``), runs ``sync(key)`` in a fixed order (``sync``), turns plans into API calls with
-expectations and slow start (``executor``), records Events (``recorder``), and runs the worker
-pool that maps every sync outcome to a queue action and a metric (``workers``).
+``dsctl.daemonset`` decides; this package acts. ``controller`` wires the caches
+(``cacheview``) to the handlers (``handlers``: map events to keys, note what they observe), the
+work queue and the worker pool (``workers``: every outcome to one queue action and metric).
+``syncer`` runs ``sync(key)``: one snapshot, one pure plan, and ``executor`` carries it out in
+one order, through ``podwrites`` (pods), ``statuswriter`` (status) and ``writes`` (what a
+failed write signals), with Events from ``recorder``.
 
-It also owns the runtime state that the executor's writes change and the handlers observe:
-``expectations`` (creates and deletes not yet seen in the cache), ``inplacewait`` (in-place
-patches not yet seen) and ``backoff`` (per-node failed-pod backoff, read by the planners
-through ``dsctl.daemonset.backoff.BackoffView``).
+Every piece of runtime state kept per DaemonSet between syncs has one owner,
+``state.RuntimeState``, and one cleanup path, ``RuntimeState.forget``: ``expectations`` (writes
+not yet seen in the cache), ``backoffstate`` (failed-pod backoff, read by the planners through
+``dsctl.daemonset.backoffview.BackoffView``), ``planmemory`` (incremental planning), ``joinorder``
+(node-join priority), the status stage's memory, write failures and the per-DaemonSet gauges.
 """

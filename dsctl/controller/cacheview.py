@@ -1,21 +1,47 @@
-"""The informer caches as the planner reads them (``syncplan.ClusterView``), and their indexes.
+"""The informer caches: the five informers (``Caches``), their indexes, and the view the
+planner reads them through (``CacheView``, a ``syncplan.ClusterView``).
 
-Read-only and synchronous by construction: a ``CacheView`` only has plain methods, so a plan
+``Caches`` builds each informer with the indexes and projections its readers need: pods by
+target node, by owner UID and as orphans by namespace; revisions by owner and as orphans;
+nodes and pods projected to the fields the controller reads. A slow resync re-delivers every
+DaemonSet: the safety net of a level-triggered controller for anything a missed event or a bug
+would otherwise leave unreconciled. PriorityClasses are only read to rank the syncs a new node
+triggers (``pod_priority``, see ``dsctl.daemonset.podpriority``).
+
+The view is read-only and synchronous by construction: a ``CacheView`` only has plain methods, so a plan
 made from it sees one state of the caches. Pods are indexed by *target* node (``spec.nodeName``,
 or the node affinity of a pod not yet bound), which is what a plan groups them by.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
+from prometheus_client import CollectorRegistry
+
+from dsctl.daemonset.access import pod_spec
+from dsctl.daemonset.inplace import IN_PLACE_ANNOTATION
+from dsctl.daemonset.podpriority import global_default_priority, pod_priority
 from dsctl.daemonset.template import target_node
-from dsctl.informer import BY_OWNER_UID, ReadOnlyStore, index_reads
+from dsctl.informer import BY_OWNER_UID, Informer, ReadOnlyStore, by_owner_uid, index_reads
+from dsctl.informer.projections import make_pod_projection, project_node
+from dsctl.kube.client import KubeClient
+from dsctl.kube.resources import CONTROLLER_REVISIONS, NODES, PODS, PRIORITY_CLASSES, Resource
+from dsctl.tuning import DAEMONSET_RESYNC_SECONDS
 from dsctl_api.objects import namespace
 from dsctl_api.pods import controller_ref
 
-__all__ = ["BY_TARGET_NODE", "ORPHANS_BY_NAMESPACE", "CacheView", "by_target_node", "orphans_by_namespace"]
+__all__ = [
+    "BY_TARGET_NODE",
+    "ORPHANS_BY_NAMESPACE",
+    "CacheView",
+    "Caches",
+    "EventHandlers",
+    "by_target_node",
+    "orphans_by_namespace",
+]
 
 BY_TARGET_NODE = "byTargetNode"
 ORPHANS_BY_NAMESPACE = "orphansByNamespace"
@@ -73,3 +99,79 @@ class CacheView:
     def orphan_revisions(self, namespace: str) -> Iterable[Obj]:
         """Cached revisions in ``namespace`` without a controller."""
         return self._revisions.by_index(ORPHANS_BY_NAMESPACE, namespace)
+
+
+class EventHandlers(Protocol):
+    """What ``Caches.connect`` hands events to (``handlers.Handlers``)."""
+
+    def on_ds_add(self, ds: Obj) -> None: ...
+    def on_ds_update(self, old: Obj, new: Obj) -> None: ...
+    def on_ds_delete(self, ds: Obj) -> None: ...
+    def on_pod_add(self, pod: Obj) -> None: ...
+    def on_pod_update(self, old: Obj, new: Obj) -> None: ...
+    def on_pod_delete(self, pod: Obj) -> None: ...
+    def on_node_add(self, node: Obj) -> None: ...
+    def on_node_update(self, old: Obj, new: Obj) -> None: ...
+    def on_node_delete(self, node: Obj) -> None: ...
+    def on_revision_add(self, rev: Obj) -> None: ...
+    def on_revision_update(self, old: Obj, new: Obj) -> None: ...
+    def on_revision_delete(self, rev: Obj) -> None: ...
+
+
+class Caches:
+    """The controller's five informers; ``all`` in start order."""
+
+    def __init__(self, client: KubeClient, resource: Resource, *, namespace: str | None, page_size: int,
+                 registry: CollectorRegistry | None) -> None:
+        self.daemonsets = Informer(client, resource, namespace=namespace, registry=registry,
+                                   resync_period=DAEMONSET_RESYNC_SECONDS, page_size=page_size)
+        self.pods = Informer(
+            client, PODS, namespace=namespace, registry=registry, page_size=page_size,
+            indexers={BY_TARGET_NODE: by_target_node, BY_OWNER_UID: by_owner_uid,
+                      ORPHANS_BY_NAMESPACE: orphans_by_namespace},
+            transform=make_pod_projection(keep_annotations=(IN_PLACE_ANNOTATION,)),
+        )
+        self.nodes = Informer(client, NODES, registry=registry, transform=project_node, page_size=page_size)
+        self.revisions = Informer(
+            client, CONTROLLER_REVISIONS, namespace=namespace, registry=registry, page_size=page_size,
+            indexers={BY_OWNER_UID: by_owner_uid, ORPHANS_BY_NAMESPACE: orphans_by_namespace},
+        )
+        self.priority_classes = Informer(client, PRIORITY_CLASSES, registry=registry)
+        self.all = (self.daemonsets, self.pods, self.nodes, self.revisions, self.priority_classes)
+
+    def view(self) -> CacheView:
+        """The planner's read-only view of the node, pod and revision caches."""
+        return CacheView(nodes=self.nodes.store, pods=self.pods.store, revisions=self.revisions.store)
+
+    def connect(self, handlers: EventHandlers) -> None:
+        """Deliver every DaemonSet, pod, node and revision event to ``handlers``."""
+        h = handlers
+        self.daemonsets.add_handler(h.on_ds_add, h.on_ds_update, h.on_ds_delete)
+        self.pods.add_handler(h.on_pod_add, h.on_pod_update, h.on_pod_delete)
+        self.nodes.add_handler(h.on_node_add, h.on_node_update, h.on_node_delete)
+        self.revisions.add_handler(h.on_revision_add, h.on_revision_update, h.on_revision_delete)
+
+    def pods_on_node(self, node: str) -> list[Obj]:
+        """The cached pods for ``node``, any owner."""
+        return list(self.pods.store.by_index(BY_TARGET_NODE, node))
+
+    def pod_priority(self, ds: Obj) -> int:
+        """The priority of ``ds``'s pods, resolved through the PriorityClass cache."""
+        spec = pod_spec(ds)
+        default = 0
+        if not spec.get("priorityClassName") and spec.get("priority") is None:
+            default = global_default_priority(self.priority_classes.store.list())
+        return pod_priority(ds, priority_class=self.priority_classes.store.get, global_default=default)
+
+    def run(self) -> None:
+        """Start every reflector."""
+        for informer in self.all:
+            informer.run()
+
+    async def wait_for_sync(self) -> None:
+        """Return once every informer has delivered its first full list."""
+        await asyncio.gather(*(informer.wait_for_sync() for informer in self.all))
+
+    async def stop(self) -> None:
+        """Stop every reflector."""
+        await asyncio.gather(*(informer.stop() for informer in self.all), return_exceptions=True)

@@ -28,24 +28,31 @@ from typing import Any
 import structlog
 
 from dsctl.daemonset import history as hist
-from dsctl.daemonset.plan import soonest
+from dsctl.daemonset.podplan import soonest
 from dsctl.daemonset.syncplan import OwnershipWrite, SyncPlan
 from dsctl.kube import errors
 from dsctl.kube.resources import CONTROLLER_REVISIONS, PODS, Resource
+from dsctl.tuning import STATUS_REFRESH_SECONDS
 from dsctl_api import gojson
 from dsctl_api.objects import meta
 from dsctl_api.objects import name as name_of
 from dsctl_api.objects import status as status_of
 
-from .apiclient import SyncClient
-from .backoff import FailedPodBackoff
-from .inplace import patch_in_place
-from .inplacewait import PendingPatches
-from .outcome import Done, Outcome, Retry, Terminal
-from .podwrites import PodWriter
+from .backoffstate import FailedPodBackoff
+from .expectations import PendingPatches
+from .podwrites import PodWriter, patch_in_place
 from .recorder import EventRecorder
 from .statuswriter import StatusWriter
-from .writes import CREATE_REVISION, DELETE_REVISION, PATCH_POD, PATCH_REVISION, UPDATE_REVISION, WriteSignals
+from .workers import Done, Outcome, Retry, Terminal
+from .writes import (
+    CREATE_REVISION,
+    DELETE_REVISION,
+    PATCH_POD,
+    PATCH_REVISION,
+    UPDATE_REVISION,
+    SyncClient,
+    WriteSignals,
+)
 
 __all__ = ["SyncExecutor", "SyncReport"]
 
@@ -62,10 +69,6 @@ class SyncReport:
     deleted: int = 0
     patched: int = 0
     errors: int = 0
-
-
-STATUS_REFRESH_SECONDS = 1.0
-"""While a run of creating syncs lasts, its status is still written at least this often."""
 
 
 def _status_follows(plan: SyncPlan, report: SyncReport, *, written_recently: bool) -> bool:
@@ -135,7 +138,7 @@ class SyncExecutor:
         failures = await self._pods(key, ds, plan, report)
         if not failures:
             failures.extend(await self._cleanup(ds, plan))
-        recent = self.status.wrote_within(key, STATUS_REFRESH_SECONDS)
+        recent = self.status.memory.wrote_within(key, STATUS_REFRESH_SECONDS)
         # The pod plan's own requeue too: a caller may narrow ``plan.pods`` after planning (the
         # syncer holds creates back on a new node), and its recheck must not be lost.
         requeue = soonest(plan.requeue_after, plan.pods.requeue_after)

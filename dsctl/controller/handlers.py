@@ -11,17 +11,21 @@ ranked by their pods' priority (``priority_of``, see ``daemonset.podpriority``),
 in which the DaemonSets are listed.
 
 Expectations are observed here, because the handlers are where the controller first sees the
-effect of its own writes.
+effect of its own writes; so are the changes incremental planning needs (``ChangeLog``). The
+handlers clear no per-DaemonSet state: a deleted or re-created DaemonSet is forgotten by its
+next sync (``RuntimeState.observe``). A deleted node is forgotten here (``forget_node``), since
+no sync is about a node.
 
 Every DaemonSet update syncs it, as upstream's ``updateDaemonset`` enqueues every update: a
 status written by someone else (a user with ``kubectl patch --subresource=status``, a second
 controller) is corrected at once rather than at the next resync. The one update skipped is the
-echo of the controller's own status write (``note_status_write``): it carries exactly the
+echo of the controller's own status write (``StatusMemory.take_echo``): it carries exactly the
 status the sync just computed, so syncing it could only conclude that nothing is to be written.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -36,8 +40,7 @@ from dsctl_api.labels import SelectorError, selector_from_label_selector
 from dsctl_api.objects import deletion_timestamp, labels, meta, name, namespace, resource_version, spec, uid
 from dsctl_api.pods import controller_ref, is_pod_ready
 
-from .changes import ChangeLog
-from .expectations import Expectations
+from .state import RuntimeState
 
 __all__ = ["Handlers"]
 
@@ -59,10 +62,14 @@ def _only_status_changed(old: Obj, new: Obj) -> bool:
 
 
 class Handlers:
-    """Event handlers for the four informers. ``enqueue`` adds a DaemonSet key to the queue.
+    """Event handlers for the four informers.
 
-    ``daemonsets`` and ``pods_on_node`` are read-only views of the caches: the first lists the
-    DaemonSets in scope, the second returns the pods bound to a node.
+    ``get_daemonset``, ``list_daemonsets`` and ``pods_on_node`` are read-only views of the
+    caches: a DaemonSet by key, the DaemonSets in scope, and the pods bound to a node.
+    ``enqueue`` and ``enqueue_after`` add a DaemonSet key to the work queue; with
+    ``enqueue_prioritized`` and ``priority_of`` a node that joins wakes its DaemonSets in the
+    priority lane and records the join in ``state.join_order``. ``state`` is where the
+    handlers note what they observe (expectations, changes, the echo of a status write).
     """
 
     def __init__(
@@ -72,27 +79,25 @@ class Handlers:
         get_daemonset: Callable[[str], Obj | None],
         list_daemonsets: Callable[[], list[Obj]],
         pods_on_node: Callable[[str], list[Obj]],
-        expectations: Expectations,
+        state: RuntimeState,
         enqueue: Callable[[str], None],
         enqueue_after: Callable[[str, float], None],
         enqueue_prioritized: Callable[[str, int], None] | None = None,
         priority_of: Callable[[Obj], int] | None = None,
-        node_wanted: Callable[[str, list[tuple[str, int]]], None] | None = None,
-        changes: ChangeLog | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._kind = ds_kind
         self._get_ds = get_daemonset
         self._list_ds = list_daemonsets
         self._pods_on_node = pods_on_node
-        self._expectations = expectations
+        self._state = state
+        self._expectations = state.expectations
+        self._changes = state.changes
         self._enqueue = enqueue
         self._enqueue_after = enqueue_after
         self._enqueue_prioritized = enqueue_prioritized
         self._priority_of = priority_of
-        self._node_wanted = node_wanted
-        self._changes = changes if changes is not None else ChangeLog()
-        # key -> resourceVersion of the controller's last status write not yet seen echoed.
-        self._own_status: dict[str, str] = {}
+        self._monotonic = monotonic
 
     # -- owners -------------------------------------------------------------------------------
 
@@ -130,22 +135,15 @@ class Handlers:
         """A new DaemonSet: sync it."""
         self._enqueue(object_key(ds))
 
-    def note_status_write(self, key: str, written: Obj) -> None:
-        """The controller wrote this status (``written`` is the server's answer): skip its echo."""
-        rv = resource_version(written)
-        if rv:
-            self._own_status[key] = rv
-
     def on_ds_update(self, old: Obj, new: Obj) -> None:
         """Every update syncs it (a resync too), including a status written by someone else;
         only the echo of the controller's own status write is skipped.
 
-        A UID change (deleted and re-created under the same name) first forgets the old object.
+        A UID change (deleted and re-created under the same name) is planned from scratch; its
+        sync forgets the old object's state.
         """
         key = object_key(new)
         if uid(old) != uid(new):
-            self._expectations.delete(object_key(old))
-            self._own_status.pop(key, None)
             self._changes.everything(key)
         elif old is new or resource_version(old) == resource_version(new):
             self._changes.everything(key)  # the periodic resync: a full recount
@@ -157,15 +155,12 @@ class Handlers:
         # The write was preconditioned on the cached resourceVersion, so its echo is the very
         # next version the informer sees; any other version means the echo was missed (a
         # relist folded it into a later one) and the entry is only forgotten.
-        mine = self._own_status.pop(key, None)
+        mine = self._state.status.take_echo(key)
         return mine is not None and resource_version(new) == mine and _only_status_changed(old, new)
 
     def on_ds_delete(self, ds: Obj) -> None:
-        """Forget its expectations; the sync will find it gone and clean up its state."""
-        key = object_key(ds)
-        self._expectations.delete(key)
-        self._own_status.pop(key, None)
-        self._enqueue(key)
+        """Sync it: the sync finds it gone and forgets its state."""
+        self._enqueue(object_key(ds))
 
     # -- pods ---------------------------------------------------------------------------------
 
@@ -282,8 +277,8 @@ class Handlers:
                 self._enqueue(object_key(ds))
             return
         ranked = [(object_key(ds), self._priority_of(ds)) for ds in wanting]
-        if self._node_wanted is not None and ranked:
-            self._node_wanted(name(node), ranked)
+        if ranked:
+            self._state.join_order.node_wanted(name(node), ranked, now=self._monotonic())
         for key, priority in ranked:
             self._enqueue_prioritized(key, priority)
 
@@ -315,6 +310,7 @@ class Handlers:
         """A node left: its DaemonSets' desired counts change, and its pods must go."""
         node_name = name(node)
         self._changes.node_changed(node_name)
+        self._state.forget_node(node_name)
         keys = {k for pod in self._pods_on_node(node_name) if (k := self._owner_key(pod)) is not None}
         for ds in self._list_ds():
             if node_should_run(ds, node)[0]:

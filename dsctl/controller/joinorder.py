@@ -18,14 +18,13 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from dsctl.daemonset.plan import Plan, soonest
+from dsctl.daemonset.podplan import Plan, soonest
+from dsctl.tuning import JOIN_HOLD_SECONDS, JOIN_RECHECK_SECONDS
 
-__all__ = ["RECHECK_SECONDS", "JoinOrder"]
+__all__ = ["JoinOrder"]
 
 log = structlog.get_logger(__name__)
 
-RECHECK_SECONDS = 0.05
-"""How soon a DaemonSet held back on a new node looks again."""
 
 
 @dataclass
@@ -37,7 +36,7 @@ class _Join:
 class JoinOrder:
     """Per-node pending syncs after a join; all times are the caller's monotonic clock."""
 
-    def __init__(self, *, hold: float = 10.0) -> None:
+    def __init__(self, *, hold: float = JOIN_HOLD_SECONDS) -> None:
         self.hold = hold
         self._joins: dict[str, _Join] = {}
 
@@ -63,13 +62,13 @@ class JoinOrder:
         return out
 
     def hold_back(self, key: str, priority: int, plan: Plan, *, now: float) -> Plan:
-        """``plan`` without the creates ``deferred`` names; those come back in ``RECHECK_SECONDS``."""
+        """``plan`` without the creates ``deferred`` names; those come back in ``JOIN_RECHECK_SECONDS``."""
         held = self.deferred(key, priority, plan.creates, now=now)
         if not held:
             return plan
         log.debug("creates_after_higher_priority", key=key, nodes=len(held))
         return dataclasses.replace(plan, creates=tuple(n for n in plan.creates if n not in held),
-                                   requeue_after=soonest(plan.requeue_after, RECHECK_SECONDS))
+                                   requeue_after=soonest(plan.requeue_after, JOIN_RECHECK_SECONDS))
 
     def synced(self, key: str, *, started: float) -> None:
         """A sync of ``key`` that began at ``started`` ended: it saw every node joined before."""
@@ -78,6 +77,26 @@ class JoinOrder:
             del join.pending[key]
             if len(set(join.pending.values())) <= 1:
                 del self._joins[name]
+
+    def forget(self, key: str, uid: str) -> None:
+        """``key`` waits for nothing and holds nobody back any more (it is gone)."""
+        for name in [n for n, j in self._joins.items() if key in j.pending]:
+            join = self._joins[name]
+            del join.pending[key]
+            if len(set(join.pending.values())) <= 1:
+                del self._joins[name]
+
+    def holds(self, key: str, uid: str) -> bool:
+        """Whether some join still waits for ``key`` to sync."""
+        return any(key in j.pending for j in self._joins.values())
+
+    def forget_node(self, node: str) -> None:
+        """``node`` left: nothing is created there, so nobody waits there."""
+        self._joins.pop(node, None)
+
+    def holds_node(self, node: str) -> bool:
+        """Whether a join on ``node`` is remembered."""
+        return node in self._joins
 
     def _expire(self, now: float) -> None:
         for name in [n for n, j in self._joins.items() if now - j.at >= self.hold]:

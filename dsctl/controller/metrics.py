@@ -1,17 +1,21 @@
-"""Per-DaemonSet status gauges, labelled by namespace and name.
+"""The controller's own metrics: per-DaemonSet gauges, failed writes, and how syncs plan.
 
-They carry the counters the controller computed on its last sync, which are exactly what it
-wrote (or found already written) to ``.status``. Names follow kube-state-metrics' style under
-the ``dsctl_daemonset_`` prefix; only names and counts are exported, never object contents.
+The per-DaemonSet gauges are labelled by namespace and name. The status gauges carry the
+counters the controller computed on its last sync, which are exactly what it wrote (or found
+already written) to ``.status``. ``dsctl_daemonset_rollout_stuck`` is 1 while the
+``Progressing`` condition each sync computes says ``ProgressDeadlineExceeded`` (see
+``dsctl.daemonset.progress``), so it says exactly what ``.status.conditions`` says: alert on it
+as on DataDog's ``ers_rolling_update_stuck``. Names follow kube-state-metrics' style under the
+``dsctl_daemonset_`` prefix; only names and counts are exported, never object contents.
 """
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from dsctl.daemonset.plan import STATUS_FIELDS, Status
+from dsctl.daemonset.status import STATUS_FIELDS, Status
 
-__all__ = ["PlanMetrics", "StatusMetrics", "WriteErrorMetrics"]
+__all__ = ["DaemonSetGauges", "PlanMetrics", "WriteErrorMetrics"]
 
 _GAUGES = {
     "desired_number_scheduled": "Nodes that should run the daemon pod.",
@@ -24,32 +28,60 @@ _GAUGES = {
 }
 
 
-class StatusMetrics:
-    """One gauge per status counter; ``observe`` after each sync, ``forget`` on deletion."""
+class DaemonSetGauges:
+    """The series labelled by DaemonSet: one gauge per status counter (``observe_status``) and
+    ``dsctl_daemonset_rollout_stuck`` (``observe_stuck``), each set on every sync.
+
+    Per-DaemonSet runtime state, owned by ``dsctl.controller.state.RuntimeState``: ``forget``
+    removes a gone DaemonSet's series, so a deleted DaemonSet stops being exported.
+    """
 
     def __init__(self, registry: CollectorRegistry | None) -> None:
         self._gauges: dict[str, Gauge] = {}
+        self._stuck: Gauge | None = None
+        self._keys: set[str] = set()
         if registry is None:
             return
         for attr, doc in _GAUGES.items():
             assert attr in STATUS_FIELDS
             self._gauges[attr] = Gauge(f"dsctl_daemonset_status_{attr}", doc, ["namespace", "name"],
                                        registry=registry)
+        self._stuck = Gauge(
+            "dsctl_daemonset_rollout_stuck",
+            "1 while the DaemonSet's rollout has made no progress for progressDeadlineSeconds, else 0.",
+            ["namespace", "name"], registry=registry)
 
-    def observe(self, key: str, status: Status) -> None:
+    def observe_status(self, key: str, status: Status) -> None:
         """Record the counters of DaemonSet ``namespace/name``."""
+        if not self._gauges:
+            return
         namespace, _, name = key.partition("/")
+        self._keys.add(key)
         for attr, gauge in self._gauges.items():
             gauge.labels(namespace, name).set(getattr(status, attr))
 
-    def forget(self, key: str) -> None:
-        """Drop the series of a deleted DaemonSet."""
+    def observe_stuck(self, key: str, *, stuck: bool) -> None:
+        """Record whether the rollout of DaemonSet ``namespace/name`` is past its deadline."""
+        if self._stuck is not None:
+            namespace, _, name = key.partition("/")
+            self._keys.add(key)
+            self._stuck.labels(namespace, name).set(1 if stuck else 0)
+
+    def forget(self, key: str, uid: str) -> None:
+        """Drop every series of ``key``."""
+        if key not in self._keys:
+            return
+        self._keys.discard(key)
         namespace, _, name = key.partition("/")
-        for gauge in self._gauges.values():
+        for gauge in (*self._gauges.values(), *((self._stuck,) if self._stuck is not None else ())):
             try:
                 gauge.remove(namespace, name)
             except KeyError:
                 continue
+
+    def holds(self, key: str, uid: str) -> bool:
+        """Whether some series of ``key`` is exported."""
+        return key in self._keys
 
 
 class WriteErrorMetrics:

@@ -1,13 +1,20 @@
-"""The pod stage of a sync: slow-start creates, parallel deletes, their events and expectations.
+"""The pod stage of a sync: slow-start creates, parallel deletes, in-place patches, their events and expectations.
 
 ``SyncExecutor`` (``executor``) calls it with the pod part of a ``SyncPlan``. Contract with
-the planners (see ``dsctl.daemonset.plan``): a plan is executed at most once, creates before
+the planners (see ``dsctl.daemonset.podplan``): a plan is executed at most once, creates before
 deletes, and at most ``burst`` of each per sync; the rest waits for the next sync, which
 will plan them again from a fresher cache.
 
 Expectations are raised *before* the first write, so a pod-add event that races ahead of
 the create's response is already expected. Every write that fails lowers them again, so a
 failed create never leaves the DaemonSet waiting five minutes for an event that cannot come.
+
+In-place updates (``Plan.updates``, ``patch_in_place``) are one strategic merge patch per pod
+(``dsctl.daemonset.inplace.in_place_patch``), pinned to the pod's UID and to the
+resourceVersion the plan was made on, so a pod that changed since refuses it with 409 and the
+next sync plans again on a fresher cache. Each pod is recorded in ``PendingPatches`` before
+its patch is sent, so no sync plans on a cache that does not show it yet; a certain refusal
+cancels that, an unknown outcome keeps it briefly.
 """
 
 from __future__ import annotations
@@ -19,30 +26,31 @@ from typing import Any
 
 import structlog
 
+from dsctl.daemonset.inplace import in_place_patch
 from dsctl.daemonset.manage import cap_burst, slow_start_batches
-from dsctl.daemonset.plan import Plan, PodRef
+from dsctl.daemonset.podplan import Plan, PodRef, PodUpdate
+from dsctl.daemonset.reasons import (
+    FAILED_IN_PLACE_UPDATE,
+    SUCCESSFUL_CREATE,
+    SUCCESSFUL_DELETE,
+    SUCCESSFUL_IN_PLACE_UPDATE,
+)
 from dsctl.daemonset.template import pod_factory
 from dsctl.kube import errors
 from dsctl.kube.encoded import JsonTemplate
 from dsctl.kube.resources import PODS
+from dsctl.tuning import SPLICE_FROM
 from dsctl_api.objects import name as name_of
 from dsctl_api.objects import namespace as namespace_of
 from dsctl_api.objects import uid as uid_of
 
-from .apiclient import SyncClient
-from .expectations import Expectations
+from .expectations import Expectations, PendingPatches
 from .recorder import EventRecorder
-from .writes import CREATE_POD, DELETE_POD, WriteSignals
+from .writes import CREATE_POD, DELETE_POD, SyncClient, WriteSignals
 
-__all__ = ["ExecutionResult", "PodWriter"]
+__all__ = ["ExecutionResult", "PodWriter", "patch_in_place"]
 
 log = structlog.get_logger(__name__)
-
-SPLICE_FROM = 4
-"""Fewest creates in a sync for which its pods are spliced from one encoded template. Making the
-template costs about 50 µs, building and encoding a pod about 19 µs and splicing one 0.6 µs
-(BENCHMARKS.md §20): splicing pays from 3 creates; 4 leaves a margin."""
-
 
 @dataclass
 class ExecutionResult:
@@ -124,7 +132,7 @@ class PodWriter:
             terminating = isinstance(exc, errors.Forbidden) and exc.namespace_terminating
             return _Failure(f"{exc.reason or exc.status}: {exc.message}", exc, namespace_terminating=terminating)
         name = name_of(created)
-        self.recorder.record(ds, "Normal", "SuccessfulCreate", f"Created pod: {name}")
+        self.recorder.record(ds, "Normal", SUCCESSFUL_CREATE, f"Created pod: {name}")
         return None
 
     async def _create_all(
@@ -141,7 +149,7 @@ class PodWriter:
                 return
             batch = nodes[position : position + size]
             if make_pod is None:
-                # Built where new_pod used to raise TemplateError: at the first batch sent.
+                # Built at the first batch sent, so a template error surfaces where a create would.
                 make_pod = pod_factory(ds, hash=hash_, direct_binding=self.direct_binding)
                 if len(nodes) >= SPLICE_FROM:
                     make_pod = _encoded_factory(make_pod, probe=batch[0])
@@ -184,7 +192,7 @@ class PodWriter:
             self.expectations.deletion_observed(key)
             self._signals.report(ds, DELETE_POD, exc, name=ref.name, namespace=ref.namespace)
             return f"{exc.reason or exc.status}: {exc.message}"
-        self.recorder.record(ds, "Normal", "SuccessfulDelete", f"Deleted pod: {ref.name}")
+        self.recorder.record(ds, "Normal", SUCCESSFUL_DELETE, f"Deleted pod: {ref.name}")
         return None
 
     async def _delete_all(
@@ -206,3 +214,53 @@ def _encoded_factory(make: Callable[[str], Mapping[str, Any]], *, probe: str) ->
         log.debug("pod_template_not_spliced", probe=probe)
         return make
     return template.fill
+
+
+async def patch_in_place(
+    writer: PodWriter, *, key: str, ds: Mapping[str, Any], updates: tuple[PodUpdate, ...],
+    pending: PendingPatches,
+) -> tuple[int, list[str]]:
+    """Patch at most ``writer.burst`` of ``updates``; returns the number patched and the errors."""
+    batch = updates[: max(0, writer.burst)]
+    outcomes = await asyncio.gather(*(_patch_one(writer, key, ds, u, pending) for u in batch))
+    done, failures = 0, []
+    for update, err in zip(batch, outcomes, strict=True):
+        if err is None:
+            done += 1
+        elif err:
+            failures.append(f"in-place update {update.pod.namespace}/{update.pod.name}: {err}")
+    return done, failures
+
+
+async def _patch_one(
+    writer: PodWriter, key: str, ds: Mapping[str, Any], update: PodUpdate, pending: PendingPatches
+) -> str | None:
+    """None when patched; "" when the pod is gone or changed since the plan (nothing to report); else the error."""
+    ref = update.pod
+    pod_key = f"{ref.namespace}/{ref.name}"
+    pending.expect(key, pod=pod_key, pod_uid=ref.uid, resource_version=update.resource_version)
+    try:
+        await writer.client.patch(PODS, ref.name, in_place_patch(update), namespace=ref.namespace,
+                                    patch_type="strategic")
+    except errors.Conflict as exc:
+        # The pod moved past the planned version; the cache will show that version soon, which
+        # releases the expectation, and the next sync plans on it. Expected for a short while
+        # only: should the cache never move, the DaemonSet is not held for the full TTL.
+        pending.unknown_outcome(key, pod=pod_key)
+        log.info("in_place_conflict", daemonset=key, pod=pod_key, reason=exc.reason or exc.status)
+        return ""
+    except (errors.NotFound, errors.Invalid) as exc:
+        pending.cancel(key, pod=pod_key)
+        log.info("in_place_refused", daemonset=key, pod=pod_key, reason=exc.reason or exc.status)
+        return ""
+    except errors.ApiError as exc:
+        if 0 < exc.status < 500:
+            pending.cancel(key, pod=pod_key)
+        else:
+            pending.unknown_outcome(key, pod=pod_key)
+        message = f"{exc.reason or exc.status}: {exc.message}"
+        writer.recorder.record(ds, "Warning", FAILED_IN_PLACE_UPDATE, f"Error updating pod {ref.name}: {message}")
+        return message
+    images = ", ".join(f"{c.container}={c.new}" for c in update.images)
+    writer.recorder.record(ds, "Normal", SUCCESSFUL_IN_PLACE_UPDATE, f"Updated pod in place: {ref.name} ({images})")
+    return None

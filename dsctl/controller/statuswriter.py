@@ -2,12 +2,20 @@
 
 A status is written only when it changed. Its conditions come from three places:
 ``ReplicaFailure`` from the writes that failed in this sync (``WriteSignals``), cleared once a
-sync's writes all went through; ``Progressing`` from the rollout (``ProgressTracker``); and the
+sync's writes all went through; ``Progressing`` from the rollout (``_progressing``); and the
 plan's own condition when the sync could not act (``Invalid``, a revision out of range).
 
-The writer remembers what its last write returned: right after a status write the informer
-still holds the previous version, and writing the next status from it would only earn a 409
-and a GET (see ``freshest``).
+``dsctl.daemonset.progress`` decides the ``Progressing`` condition purely; the writer passes it
+the last progress time, which apps/v1 does not store, and publishes
+``dsctl_daemonset_rollout_stuck`` from it.
+
+What the status stage remembers about each DaemonSet between syncs is ``StatusMemory``
+(per-DaemonSet runtime state, owned by ``dsctl.controller.state.RuntimeState``): what its last
+write returned, since right after a status write the informer still holds the previous version
+and writing the next status from it would only earn a 409 and a GET (``freshest``); when it
+wrote, for the syncer's deferral (``age``); the resourceVersion of that write, so the handlers
+skip its echo (``take_echo``); a DaemonSet the API said is gone (``gone_for``); and the last
+progress time of each rollout (``progress_at``).
 """
 
 from __future__ import annotations
@@ -16,58 +24,88 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dsctl.daemonset.conditions import INVALID, REPLICA_FAILURE, set_condition, without_condition
-from dsctl.daemonset.plan import soonest
-from dsctl.daemonset.status import availability_requeue, status_changed, status_with
+from dsctl.daemonset.conditions import set_condition, without_condition
+from dsctl.daemonset.extensions import (
+    DEFAULT_PROGRESS_DEADLINE_SECONDS,
+    InvalidControl,
+    progress_deadline_seconds,
+)
+from dsctl.daemonset.podplan import soonest
+from dsctl.daemonset.progress import plan_progress, progressing_condition, with_progress
+from dsctl.daemonset.reasons import INVALID, INVALID_ROLLOUT_CONTROL, REPLICA_FAILURE
+from dsctl.daemonset.status import Status, availability_requeue, status_changed, status_with
 from dsctl.daemonset.syncplan import ConditionWrite, StatusPlan
 from dsctl.informer import object_key
 from dsctl.kube import errors
 from dsctl.kube.resources import Resource
+from dsctl.tuning import GONE_SECONDS
 from dsctl_api.objects import meta as meta_of
+from dsctl_api.objects import name, namespace, resource_version
 from dsctl_api.objects import status as status_of
 
-from .apiclient import SyncClient
-from .metrics import StatusMetrics
-from .progresstracker import ProgressTracker
-from .writes import UPDATE_STATUS, Failure, WriteSignals
+from .metrics import DaemonSetGauges
+from .recorder import EventRecorder
+from .writes import UPDATE_STATUS, Failure, SyncClient, WriteSignals
 
-__all__ = ["GONE_SECONDS", "StatusWriter"]
-
-GONE_SECONDS = 5.0
-"""How long a DaemonSet the API answered 404 for is taken as deleted over a cache that still holds it."""
+__all__ = ["StatusMemory", "StatusWriter"]
 
 Obj = Mapping[str, Any]
 
 
-class StatusWriter:
-    """One per controller; every status write of a sync goes through it."""
+class StatusMemory:
+    """Per DaemonSet key, what the status stage keeps between syncs (see the module docstring).
 
-    def __init__(
-        self, *, client: SyncClient, resource: Resource, signals: WriteSignals, progress: ProgressTracker,
-        metrics: StatusMetrics, on_written: Callable[[str, Obj], None], wall: Callable[[], float],
-        monotonic: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._client = client
-        self._resource = resource
-        self._signals = signals
-        self._progress = progress
-        self._metrics = metrics
-        self._on_written = on_written
-        self._wall = wall
-        self._monotonic = monotonic
+    All times are on the injected monotonic ``clock``.
+    """
+
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
         # key -> (resourceVersion replaced by our last write, the object that write returned)
         self._written: dict[str, tuple[str, Obj]] = {}
         self._written_at: dict[str, float] = {}
+        # key -> resourceVersion of our last status write whose echo the informer has not shown
+        self._echo: dict[str, str] = {}
         # key -> (UID the API said is gone, until when that is believed over the cache)
         self._gone: dict[str, tuple[str, float]] = {}
+        # key -> last progress time of its rollout, for apps/v1 where lastUpdateTime is pruned
+        self._progress_at: dict[str, float] = {}
 
-    def forget(self, key: str) -> None:
-        """Drop what is kept for a deleted DaemonSet."""
-        self._written.pop(key, None)
-        self._written_at.pop(key, None)
-        self._gone.pop(key, None)
-        self._metrics.forget(key)
-        self._progress.forget(key)
+    def wrote(self, key: str, *, replaced: str, written: Obj) -> None:
+        """A status write for ``key`` replaced version ``replaced`` and returned ``written``."""
+        self._written[key] = (replaced, written)
+        self._written_at[key] = self._clock()
+        rv = resource_version(written)
+        if rv:
+            self._echo[key] = rv
+
+    def freshest(self, key: str, cached: Obj) -> Obj:
+        """The cached DaemonSet, or the one our last status write returned if the cache lags it."""
+        entry = self._written.get(key)
+        if entry is None:
+            return cached
+        replaced, written = entry
+        if str(meta_of(cached).get("resourceVersion", "")) == replaced:
+            return written
+        del self._written[key]
+        return cached
+
+    def take_echo(self, key: str) -> str | None:
+        """The resourceVersion of our last status write for ``key`` not yet seen echoed, once."""
+        return self._echo.pop(key, None)
+
+    def age(self, key: str) -> float | None:
+        """Seconds since this process last wrote ``key``'s status; None if it never did."""
+        at = self._written_at.get(key)
+        return None if at is None else self._clock() - at
+
+    def wrote_within(self, key: str, seconds: float) -> bool:
+        """Whether this process wrote ``key``'s status less than ``seconds`` ago."""
+        age = self.age(key)
+        return age is not None and age < seconds
+
+    def note_gone(self, key: str, uid: str) -> None:
+        """The API answered that DaemonSet ``uid`` under ``key`` is gone (see ``gone_for``)."""
+        self._gone[key] = (uid, self._clock() + GONE_SECONDS)
 
     def gone_for(self, key: str, uid: str) -> float | None:
         """Seconds for which ``key``'s DaemonSet ``uid`` is still taken as deleted, because
@@ -80,32 +118,66 @@ class StatusWriter:
         entry = self._gone.get(key)
         if entry is None:
             return None
-        left = entry[1] - self._monotonic()
+        left = entry[1] - self._clock()
         if entry[0] != uid or left <= 0:
             del self._gone[key]
             return None
         return left
 
-    def wrote_within(self, key: str, seconds: float) -> bool:
-        """Whether this process wrote ``key``'s status less than ``seconds`` ago."""
-        age = self.age(key)
-        return age is not None and age < seconds
+    def progress_at(self, key: str) -> float | None:
+        """The last progress time remembered for ``key``'s rollout."""
+        return self._progress_at.get(key)
 
-    def age(self, key: str) -> float | None:
-        """Seconds since this process last wrote ``key``'s status; None if it never did."""
-        at = self._written_at.get(key)
-        return None if at is None else self._monotonic() - at
+    def progressed(self, key: str, at: float) -> None:
+        """``key``'s rollout progressed at ``at`` (wall-clock seconds, as the condition's times)."""
+        self._progress_at[key] = at
 
-    def freshest(self, key: str, cached: Obj) -> Obj:
-        """The cached DaemonSet, or the one our last status write returned if the cache lags it."""
-        entry = self._written.get(key)
-        if entry is None:
-            return cached
-        replaced, written = entry
-        if str(meta_of(cached).get("resourceVersion", "")) == replaced:
-            return written
-        del self._written[key]
-        return cached
+    def forget(self, key: str, uid: str) -> None:
+        """Drop everything kept for ``key``."""
+        for memory in (self._written, self._written_at, self._echo, self._gone, self._progress_at):
+            memory.pop(key, None)
+
+    def holds(self, key: str, uid: str) -> bool:
+        """Whether anything is kept for ``key``."""
+        return any(key in memory for memory in (self._written, self._written_at, self._echo, self._gone,
+                                                 self._progress_at))
+
+
+class StatusWriter:
+    """One per controller; every status write of a sync goes through it."""
+
+    def __init__(
+        self, *, client: SyncClient, resource: Resource, signals: WriteSignals, memory: StatusMemory,
+        gauges: DaemonSetGauges, recorder: EventRecorder, wall: Callable[[], float],
+    ) -> None:
+        self._client = client
+        self._resource = resource
+        self._signals = signals
+        self.memory = memory
+        self._gauges = gauges
+        self._recorder = recorder
+        self._wall = wall
+
+    def _deadline(self, ds: Obj) -> int:
+        """The DaemonSet's progressDeadlineSeconds; an unreadable one falls back to the default."""
+        try:
+            return progress_deadline_seconds(ds)
+        except InvalidControl as exc:
+            self._recorder.record(ds, "Warning", INVALID_ROLLOUT_CONTROL,
+                                  f"{exc.field}: {exc.message}; {DEFAULT_PROGRESS_DEADLINE_SECONDS} s applies")
+            return DEFAULT_PROGRESS_DEADLINE_SECONDS
+
+    def _progressing(self, ds: Obj, old: Mapping[str, Any], plan: StatusPlan, hash_: str, *,
+                     now: float) -> tuple[dict[str, Any], float | None]:
+        """``old`` with its Progressing condition brought up to date, and when to look again."""
+        key = f"{namespace(ds)}/{name(ds)}"
+        progress = plan_progress(previous=progressing_condition(old), old=Status.from_fields(old), new=plan.counters,
+                                 revision=f"{name(ds)}-{hash_}", created=plan.created_revision, held=plan.hold,
+                                 deadline=self._deadline(ds), now=now, remembered=self.memory.progress_at(key))
+        if progress.updated_at is not None:
+            self.memory.progressed(key, progress.updated_at)
+        self._gauges.observe_stuck(key, stuck=progress.stuck)
+        return with_progress(old, progress.condition), progress.requeue_after
 
     async def write(self, ds: Obj, plan: StatusPlan, hash_: str, *, writes_ok: bool) -> float | None:
         """Write the counters of ``plan`` if anything changed; returns a requeue for
@@ -119,12 +191,12 @@ class StatusWriter:
         generation = int(meta.get("generation") or 0)
         now = self._wall()
         status = plan.counters
-        self._metrics.observe(key, status)
+        self._gauges.observe_status(key, status)
         failure = self._signals.take(key)
 
         def conditions(current: Mapping[str, Any] | None) -> tuple[dict[str, Any], float | None]:
             kept = _with_failure(without_condition(current, INVALID), failure, clear=writes_ok, now=now)
-            return self._progress.condition(ds, kept, status, hash_, created=plan.created_revision, now=now)
+            return self._progressing(ds, kept, plan, hash_, now=now)
 
         old = status_of(ds)
         base, deadline_requeue = conditions(old)
@@ -176,14 +248,14 @@ class StatusWriter:
         return live
 
     def _note_gone(self, ds: Obj) -> None:
-        self._gone[object_key(ds)] = (str(meta_of(ds).get("uid", "")), self._monotonic() + GONE_SECONDS)
+        self.memory.note_gone(object_key(ds), str(meta_of(ds).get("uid", "")))
 
     async def put(self, ds: Obj, status: Mapping[str, Any], *,
                   expected: tuple[type[errors.ApiError], ...] = ()) -> None:
-        """PUT the status subresource and remember the result (see ``freshest``).
+        """PUT the status subresource and remember the result (see ``StatusMemory.freshest``).
 
         A failure is signalled (event, metric, log) unless it is one of ``expected``; a 404
-        also marks the DaemonSet gone (see ``gone_for``)."""
+        also marks the DaemonSet gone (see ``StatusMemory.gone_for``)."""
         meta = meta_of(ds)
         try:
             async with self._signals.guard(ds, UPDATE_STATUS, name=str(meta["name"]), expected=expected):
@@ -192,10 +264,7 @@ class StatusWriter:
         except errors.NotFound:
             self._note_gone(ds)
             raise
-        key = object_key(ds)
-        self._written[key] = (str(meta.get("resourceVersion", "")), written)
-        self._written_at[key] = self._monotonic()
-        self._on_written(key, written)
+        self.memory.wrote(object_key(ds), replaced=str(meta.get("resourceVersion", "")), written=written)
 
 
 def _with_failure(status: Mapping[str, Any] | None, failure: Failure | None, *, clear: bool,

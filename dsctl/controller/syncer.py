@@ -1,26 +1,27 @@
 """The reconciler: ``sync(key)`` reads one snapshot, plans it, and hands the plan to the executor.
 
 Built from read-only listers, a narrow client (through the executor), clocks, and the runtime
-state that outlives one sync: expectations, in-place patches in flight, failed-pod backoff,
-each DaemonSet's last ``NodeTable`` and the changes since (``ChangeLog``). It owns no task and
-starts nothing; ``DaemonSetController`` wires it to informers, handlers, queue and workers, as
-controller-runtime separates a ``Reconciler`` from its ``Controller``.
+state that outlives one sync (``state.RuntimeState``), which every sync first tells what the
+cache holds for its key (``RuntimeState.observe``): that is where the state of a deleted or
+re-created DaemonSet is forgotten. It owns no task and starts nothing; ``DaemonSetController``
+wires it to informers, handlers, queue and workers, as controller-runtime separates a
+``Reconciler`` from its ``Controller``.
 
 The one order of a sync is ``syncplan.plan_sync`` (deciding) followed by ``SyncExecutor.run``
-(doing). This module only builds the snapshot, keeps the tables, and every
+(doing). This module only builds the snapshot, keeps the tables (``PlanMemory``), and every
 ``recount_seconds`` plans a DaemonSet both ways to prove the incremental table right.
 
 One departure from upstream, which syncs on every wake-up: while a DaemonSet's own creates or
 deletes are still on their way back (expectations unsatisfied), its spec is the one last
 planned, and its status was written less than ``DEFERRED_STATUS_SECONDS`` ago, a sync is put
 off until the status is due (``Deferred``). Such a sync could only write status, and the event that
-satisfies the expectations syncs again anyway; in a cold start it ran between every two
-creating syncs, on the critical path (BENCHMARKS.md §17). A run of syncs cut short by the burst
+satisfies the expectations syncs again anyway; in a cold start it would run between every two
+creating syncs, on the critical path (ADR 0062). A run of syncs cut short by the burst
 cap writes its status every ``STATUS_REFRESH_SECONDS`` itself, after its creates (``executor``),
 so the longer bound here only serves a run that stalls; a sync that created all it planned
 leaves the status to the sync its ADDED events bring. The changes noted meanwhile stay in
 the ``ChangeLog`` for the sync that plans them. A DaemonSet the API answered 404 for, while the
-cache still holds it, is put off the same way (``StatusWriter.gone_for``).
+cache still holds it, is put off the same way (``StatusMemory.gone_for``).
 """
 
 from __future__ import annotations
@@ -28,81 +29,30 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import structlog
 
-from dsctl.daemonset.eligibility import Eligibility, Fit
-from dsctl.daemonset.nodeplan import NodeTable
-from dsctl.daemonset.plan import soonest
+from dsctl.daemonset.podplan import soonest
 from dsctl.daemonset.syncplan import SyncPlan, SyncSnapshot, plan_sync
 from dsctl.informer import ReadOnlyStore
 from dsctl.kube.resources import Resource
+from dsctl.tuning import DEFERRED_STATUS_SECONDS, RECOUNT_SECONDS
 from dsctl_api.objects import generation as generation_of
-from dsctl_api.objects import name as name_of
-from dsctl_api.objects import resource_version
 from dsctl_api.objects import uid as uid_of
 
-from .backoff import FailedPodBackoff
 from .cacheview import CacheView
-from .changes import ChangeLog
-from .executor import STATUS_REFRESH_SECONDS, SyncExecutor, SyncReport
-from .expectations import Expectations
-from .inplacewait import PendingPatches
-from .joinorder import JoinOrder
+from .executor import SyncExecutor, SyncReport
 from .metrics import PlanMetrics
-from .outcome import Deferred, Done, Outcome
-from .statuswriter import StatusWriter
-from .writes import WriteSignals
+from .state import RuntimeState
+from .workers import Deferred, Done, Outcome
 
-__all__ = ["Syncer", "SyncerState"]
+__all__ = ["Syncer"]
 
 log = structlog.get_logger(__name__)
 
 Obj = Mapping[str, Any]
-
-DEFERRED_STATUS_SECONDS = 2 * STATUS_REFRESH_SECONDS
-"""A sync held back by its expectations runs anyway, to write status, once the status is this old.
-
-Twice the creating syncs' own refresh: at one second both raced, and when the status fell due
-in the wait for a batch's ADDED events, a status-only sync took the key for its round trip
-(20 to 30 ms on a busy server) just as the events released the next creating sync."""
-
-RECOUNT_SECONDS = 300.0
-"""How often a DaemonSet is planned from scratch and compared with its incremental table."""
-
-
-@dataclass
-class SyncerState:
-    """Runtime state that outlives one sync (all of it owned here, none of it in the domain)."""
-
-    expectations: Expectations
-    pending_patches: PendingPatches
-    backoff: FailedPodBackoff
-    changes: ChangeLog
-    join_order: JoinOrder
-
-
-class _Fits:
-    """Eligibility verdicts of one DaemonSet generation, reused while a node's version is unchanged."""
-
-    __slots__ = ("generation", "rules", "verdicts")
-
-    def __init__(self, generation: int, rules: Eligibility) -> None:
-        self.generation = generation
-        self.rules = rules
-        self.verdicts: dict[str, tuple[str, Fit]] = {}
-
-    def fit(self, node: Obj) -> Fit:
-        name, rv = name_of(node), resource_version(node)
-        hit = self.verdicts.get(name)
-        if hit is not None and hit[0] == rv and rv:
-            return hit[1]
-        verdict = self.rules.check(node)
-        self.verdicts[name] = (rv, verdict)
-        return verdict
-
 
 class Syncer:
     """``sync(key)`` for one controller; one call at a time per key (the queue's guarantee)."""
@@ -114,10 +64,8 @@ class Syncer:
         daemonsets: ReadOnlyStore,
         view: CacheView,
         pods: ReadOnlyStore,
-        state: SyncerState,
+        state: RuntimeState,
         executor: SyncExecutor,
-        status: StatusWriter,
-        signals: WriteSignals,
         metrics: PlanMetrics,
         global_burst: int,
         priority_of: Callable[[Obj], int],
@@ -132,8 +80,6 @@ class Syncer:
         self._pods = pods
         self._state = state
         self._executor = executor
-        self._status = status
-        self._signals = signals
         self._metrics = metrics
         self._global_burst = global_burst
         self._priority_of = priority_of
@@ -141,19 +87,13 @@ class Syncer:
         self._monotonic = monotonic
         self._recount_seconds = recount_seconds
         self._incremental = incremental
-        self._tables: dict[str, tuple[NodeTable, float]] = {}
-        self._fits: dict[str, _Fits] = {}
-
-    def forget_uid(self, uid: str) -> None:
-        """A DaemonSet object went away: drop its backoff and eligibility memory."""
-        self._state.backoff.forget(uid)
-        self._fits.pop(uid, None)
 
     async def sync(self, key: str, sync_id: str = "") -> Outcome:
         """Reconcile one DaemonSet."""
         started = self._monotonic()
         sync_id = sync_id or uuid.uuid4().hex[:8]
         cached = self._daemonsets.get(key)
+        self._state.observe(key, None if cached is None else uid_of(cached))
         deferred = self._deferral(key, cached) if cached is not None else None
         if deferred is not None:  # not a sync: the join order must not count it as one
             log.debug("sync_deferred", key=key, sync_id=sync_id, requeue_after=round(deferred, 3))
@@ -167,11 +107,10 @@ class Syncer:
     async def _sync(self, key: str, sync_id: str, started: float) -> Outcome:
         state = self._state
         cached = self._daemonsets.get(key)
-        if cached is None:
-            self._forget(key)
+        if cached is None:  # gone: ``observe`` forgot its state
             return Done()
         # Everything from here to plan_sync is synchronous: the plan sees one state of the caches.
-        plan = self._plan(key, {**self._status.freshest(key, cached), "apiVersion": self._resource.api_version,
+        plan = self._plan(key, {**state.status.freshest(key, cached), "apiVersion": self._resource.api_version,
                                 "kind": self._resource.kind})
         if plan.pods.creates and len(state.join_order):
             held = state.join_order.hold_back(key, self._priority_of(plan.ds), plan.pods, now=self._monotonic())
@@ -197,16 +136,16 @@ class Syncer:
 
     def _deferral(self, key: str, ds: Obj) -> float | None:
         """Seconds to put this sync off by (see the module docstring), or None to sync now."""
-        gone = self._status.gone_for(key, uid_of(ds))
+        gone = self._state.status.gone_for(key, uid_of(ds))
         if gone is not None:  # the API said it is deleted; the cache has yet to hear
             return gone
         if self._state.expectations.satisfied(key):
             return None
-        kept = self._tables.get(key)
+        kept = self._state.plans.table(key)
         basis = kept[0].basis if kept is not None else None
         if basis is None or basis.uid != uid_of(ds) or basis.generation != generation_of(ds):
             return None
-        age = self._status.age(key)
+        age = self._state.status.age(key)
         if age is None or age >= DEFERRED_STATUS_SECONDS:
             return None
         return DEFERRED_STATUS_SECONDS - age
@@ -220,12 +159,12 @@ class Syncer:
         state = self._state
         satisfied = state.expectations.satisfied(key) and state.pending_patches.satisfied(key, self._pods.get)
         changed = state.changes.take(key)
-        kept = self._tables.get(key)
+        kept = state.plans.table(key)
         previous = kept[0] if kept is not None else None
         now_mono = self._monotonic()
         recount = kept is not None and now_mono - kept[1] >= self._recount_seconds
         snapshot = SyncSnapshot(ds=ds, view=self._view, satisfied=satisfied, now=self._wall(),
-                                backoff=state.backoff, fit=self._fits_of(ds).fit, global_burst=self._global_burst,
+                                backoff=state.backoff, fit=state.plans.fit(key, ds), global_burst=self._global_burst,
                                 previous=previous, changed=changed if self._incremental and not recount else None)
         try:
             plan = plan_sync(snapshot)
@@ -236,12 +175,7 @@ class Syncer:
             state.changes.everything(key)
             raise
         self._metrics.planned(full=plan.full, nodes=plan.replanned)
-        if plan.table is None:
-            self._tables.pop(key, None)
-        elif plan.full:
-            self._tables[key] = (plan.table, now_mono)
-        else:
-            self._tables[key] = (plan.table, kept[1] if kept is not None else now_mono)
+        state.plans.keep(key, plan.table, full=plan.full, now=now_mono)
         return plan
 
     def _compare(self, key: str, full: SyncPlan, incremental: SyncPlan) -> None:
@@ -256,20 +190,3 @@ class Syncer:
             log.warning("incremental_plan_mismatch", key=key, full=full.table.totals,
                         incremental=incremental.table.totals,
                         creates=sorted(set(full.pods.creates) ^ set(incremental.pods.creates))[:10])
-
-    def _fits_of(self, ds: Obj) -> _Fits:
-        uid, generation = uid_of(ds), generation_of(ds)
-        fits = self._fits.get(uid)
-        if fits is None or fits.generation != generation:
-            fits = _Fits(generation, Eligibility.of(ds))
-            self._fits[uid] = fits
-        return fits
-
-    def _forget(self, key: str) -> None:
-        state = self._state
-        state.expectations.delete(key)
-        state.pending_patches.delete(key)
-        state.changes.forget(key)
-        self._signals.take(key)
-        self._status.forget(key)
-        self._tables.pop(key, None)

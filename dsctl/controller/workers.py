@@ -1,7 +1,10 @@
-"""The worker pool: N coroutines taking keys from the queue and running ``sync``.
+"""The worker pool: N coroutines taking keys from the queue and running ``sync``, and the
+outcomes a sync returns.
 
-Each worker owns one key at a time (the queue guarantees no other worker holds it). Every
-outcome is mapped here, in one place, to a queue action and a metric label:
+A sync returns its outcome as a value (``Done``, ``Retry``, ``Terminal``, ``Deferred``), as
+controller-runtime's reconcilers return a ``Result``. Each worker owns one key at a time (the
+queue guarantees no other worker holds it). Every outcome is mapped here, in one place, to a
+queue action and a metric label:
 
 =============  ===================================  ===========================
 outcome        queue action                         ``dsctl_sync_total{result}``
@@ -30,11 +33,44 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from dsctl.workqueue import RateLimitingQueue, ShutDown
 
-from .outcome import Deferred, Done, Outcome, Retry, Terminal
-
-__all__ = ["WorkerPool"]
+__all__ = ["Deferred", "Done", "Outcome", "Retry", "Terminal", "WorkerPool"]
 
 log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The sync succeeded."""
+
+    requeue_after: float | None = None
+    label: str = "success"
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """A transient failure: requeue with per-key exponential backoff."""
+
+    error: str
+    label: str = "error"
+
+
+@dataclass(frozen=True, slots=True)
+class Terminal:
+    """A failure that retrying cannot fix; wait for the object to change."""
+
+    error: str
+    label: str = "terminal"
+
+
+@dataclass(frozen=True, slots=True)
+class Deferred:
+    """The sync was put off; try again after ``requeue_after`` seconds."""
+
+    requeue_after: float
+    label: str = "deferred"
+
+
+Outcome = Done | Retry | Terminal | Deferred
 
 SyncFn = Callable[[str, str], Awaitable[Outcome]]
 

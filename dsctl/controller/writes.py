@@ -1,7 +1,11 @@
-"""Every API write the controller issues, and what its failure says.
+"""Every API write the controller issues: the client it goes through, and what its failure says.
 
-A refused write must never stall a DaemonSet silently (issue 14: a ControllerRevision create
-refused with 422 was retried for ever with nothing but an info line). Every write goes
+A sync writes through ``SyncClient``, the narrow face of ``dsctl.kube.client.KubeClient``: only
+the verbs a sync uses are there, so a unit test's fake stays small and a new verb is a visible
+decision.
+
+A refused write must never stall a DaemonSet silently, retried for ever with nothing but a log
+line (ADR 0038). Every write goes
 through ``WriteSignals.guard`` or ``WriteSignals.report``, and a failure produces, for the
 writes marked so in ``WRITES``:
 
@@ -29,7 +33,19 @@ from typing import Any, Protocol
 
 import structlog
 
+from dsctl.daemonset.reasons import (
+    FAILED_CREATE,
+    FAILED_CREATE_REVISION,
+    FAILED_DELETE,
+    FAILED_DELETE_REVISION,
+    FAILED_PATCH_POD,
+    FAILED_PATCH_REVISION,
+    FAILED_UPDATE_REVISION,
+    FAILED_UPDATE_STATUS,
+)
 from dsctl.kube import errors
+from dsctl.kube.client import PatchType
+from dsctl.kube.resources import Resource
 from dsctl_api.objects import name as name_of
 from dsctl_api.objects import namespace as namespace_of
 
@@ -48,6 +64,8 @@ __all__ = [
     "UPDATE_STATUS",
     "WRITES",
     "Failure",
+    "ReplicaFailures",
+    "SyncClient",
     "Write",
     "WriteSignals",
     "describe",
@@ -74,27 +92,56 @@ class Write:
     purpose: str
 
 
-CREATE_POD = Write("create", "pods", "Pod", "FailedCreate", "FailedCreate", "spec.template",
+CREATE_POD = Write("create", "pods", "Pod", FAILED_CREATE, FAILED_CREATE, "spec.template",
                    "a daemon pod for a node")
-DELETE_POD = Write("delete", "pods", "Pod", "FailedDelete", "FailedDelete", "spec",
+DELETE_POD = Write("delete", "pods", "Pod", FAILED_DELETE, FAILED_DELETE, "spec",
                    "a pod that must go (ineligible node, surplus, rolling update, failed)")
-PATCH_POD = Write("patch", "pods", "Pod", "FailedPatchPod", "FailedPatchPod", "spec.selector",
+PATCH_POD = Write("patch", "pods", "Pod", FAILED_PATCH_POD, FAILED_PATCH_POD, "spec.selector",
                   "adopt, release, or relabel to the kept revision")
-CREATE_REVISION = Write("create", "controllerrevisions", "ControllerRevision", "FailedCreateRevision",
-                        "FailedCreateRevision", "spec.template", "the snapshot of the current template")
-UPDATE_REVISION = Write("update", "controllerrevisions", "ControllerRevision", "FailedUpdateRevision",
-                        "FailedUpdateRevision", "spec.template", "hash label fix, renumbering on rollback")
-PATCH_REVISION = Write("patch", "controllerrevisions", "ControllerRevision", "FailedPatchRevision",
-                       "FailedPatchRevision", "spec.selector", "adopt or release a revision")
-DELETE_REVISION = Write("delete", "controllerrevisions", "ControllerRevision", "FailedDeleteRevision",
-                        "FailedDeleteRevision", "spec.revisionHistoryLimit", "duplicate or beyond the history limit")
-UPDATE_STATUS = Write("update", "daemonsets/status", "DaemonSet", "FailedUpdateStatus", None, "status",
+CREATE_REVISION = Write("create", "controllerrevisions", "ControllerRevision", FAILED_CREATE_REVISION,
+                        FAILED_CREATE_REVISION, "spec.template", "the snapshot of the current template")
+UPDATE_REVISION = Write("update", "controllerrevisions", "ControllerRevision", FAILED_UPDATE_REVISION,
+                        FAILED_UPDATE_REVISION, "spec.template", "hash label fix, renumbering on rollback")
+PATCH_REVISION = Write("patch", "controllerrevisions", "ControllerRevision", FAILED_PATCH_REVISION,
+                       FAILED_PATCH_REVISION, "spec.selector", "adopt or release a revision")
+DELETE_REVISION = Write("delete", "controllerrevisions", "ControllerRevision", FAILED_DELETE_REVISION,
+                        FAILED_DELETE_REVISION, "spec.revisionHistoryLimit", "duplicate or beyond the history limit")
+UPDATE_STATUS = Write("update", "daemonsets/status", "DaemonSet", FAILED_UPDATE_STATUS, None, "status",
                       "counters, observedGeneration, conditions, collisionCount")
 CREATE_EVENT = Write("create", "events", "Event", None, None, "", "a new Event")
 PATCH_EVENT = Write("patch", "events", "Event", None, None, "", "the count of a repeated Event")
 
 WRITES: tuple[Write, ...] = (CREATE_POD, DELETE_POD, PATCH_POD, CREATE_REVISION, UPDATE_REVISION, PATCH_REVISION,
                              DELETE_REVISION, UPDATE_STATUS, CREATE_EVENT, PATCH_EVENT)
+
+
+class SyncClient(Protocol):
+    """The verbs of one sync: read one object live, and write."""
+
+    async def get(self, res: Resource, name: str, *, namespace: str | None = None) -> dict[str, Any]: ...
+
+    async def create(
+        self, res: Resource, body: Mapping[str, Any], *, namespace: str | None = None,
+        field_manager: str | None = None,
+    ) -> dict[str, Any]: ...
+
+    async def update(self, res: Resource, body: Mapping[str, Any], *, namespace: str | None = None) -> dict[str, Any]:
+        ...
+
+    async def update_status(
+        self, res: Resource, body: Mapping[str, Any], *, namespace: str | None = None
+    ) -> dict[str, Any]: ...
+
+    async def patch(
+        self, res: Resource, name: str, body: Any, *, namespace: str | None = None, patch_type: PatchType = "merge",
+        subresource: str | None = None, field_manager: str | None = None,
+    ) -> dict[str, Any]: ...
+
+    async def delete(
+        self, res: Resource, name: str, *, namespace: str | None = None, preconditions_uid: str | None = None,
+        preconditions_resource_version: str | None = None, propagation_policy: str | None = None,
+        grace_period_seconds: int | None = None, retry_server_errors: bool = True,
+    ) -> dict[str, Any]: ...
 
 
 class Recorder(Protocol):
@@ -137,18 +184,44 @@ def event_message(write: Write, *, name: str, namespace: str, exc: errors.ApiErr
     return f"{write.verb} {write.kind} {target} (field {fields_of(exc, write.field)}) failed: {describe(exc)}"
 
 
+class ReplicaFailures:
+    """Per DaemonSet key, the first failed write since the status stage last took it.
+
+    Per-DaemonSet runtime state, owned by ``dsctl.controller.state.RuntimeState``. Syncs of one
+    key never run concurrently (the work queue's guarantee), so this needs no lock.
+    """
+
+    def __init__(self) -> None:
+        self._failing: dict[str, Failure] = {}
+
+    def note(self, key: str, failure: Failure) -> None:
+        """Remember ``failure`` unless an earlier one is already waiting."""
+        self._failing.setdefault(key, failure)
+
+    def take(self, key: str) -> Failure | None:
+        """The first failure noted for ``key`` since the last call, and forget it."""
+        return self._failing.pop(key, None)
+
+    def forget(self, key: str, uid: str) -> None:
+        """Drop the failure waiting for ``key``."""
+        self._failing.pop(key, None)
+
+    def holds(self, key: str, uid: str) -> bool:
+        """Whether a failure waits for ``key``."""
+        return key in self._failing
+
+
 @dataclass
 class WriteSignals:
     """Turns failed writes into events, conditions, metrics and logs; see the module docstring.
 
-    Per DaemonSet key it keeps the first failure since the last ``take``: the controller takes
-    it when it writes the status of that sync. Syncs of one key never run concurrently (the
-    work queue's guarantee), so this needs no lock.
+    The condition is noted in ``failures`` per DaemonSet key; the status stage takes it when it
+    writes the status of that sync.
     """
 
     recorder: Recorder
     metrics: WriteErrorMetrics = field(default_factory=lambda: WriteErrorMetrics(None))
-    _failing: dict[str, Failure] = field(default_factory=dict)
+    failures: ReplicaFailures = field(default_factory=ReplicaFailures)
 
     def report(self, ds: Mapping[str, Any], write: Write, exc: errors.ApiError, *, name: str = "",
                namespace: str | None = None, node: str = "") -> None:
@@ -164,7 +237,7 @@ class WriteSignals:
         if write.event_reason is not None:
             self.recorder.record(ds, "Warning", write.event_reason, message)
         if write.condition_reason is not None:
-            self._failing.setdefault(_key(ds), Failure(write.condition_reason, message))
+            self.failures.note(_key(ds), Failure(write.condition_reason, message))
 
     @contextlib.asynccontextmanager
     async def guard(self, ds: Mapping[str, Any], write: Write, *, name: str = "",
@@ -183,4 +256,4 @@ class WriteSignals:
 
     def take(self, key: str) -> Failure | None:
         """The first failure recorded for DaemonSet ``key`` since the last call, and forget it."""
-        return self._failing.pop(key, None)
+        return self.failures.take(key)

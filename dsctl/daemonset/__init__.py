@@ -6,21 +6,22 @@ with fields missing; a malformed field is treated as absent, never raised on.
 
 The order of one sync is decided in one place, ``syncplan.plan_sync`` (its docstring lists
 the steps, following upstream's ``syncDaemonSet``), and carried out in the same order by
-``dsctl.controller.executor.SyncExecutor.run``. ``nodeplan`` lets a sync re-plan only the
+``dsctl.controller.executor.SyncExecutor.run``. ``nodetable`` lets a sync re-plan only the
 nodes that changed since the previous one.
 
 Runtime state that changes as the controller writes (expectations, the failed-pod backoff
-entries, pending in-place patches) is not domain: it lives beside the executor in
-``dsctl.controller``. Planners read the backoff only through ``backoff.BackoffView``.
+entries, pending in-place patches) is not domain: it lives in ``dsctl.controller``, owned by
+``dsctl.controller.state.RuntimeState``. Planners read the backoff only through
+``backoffview.BackoffView``.
 
 Public surface of the modules owned here (the rolling update and history planners live in
 ``update``, ``history`` and ``hashing``):
 
 - ``access``: readers of DaemonSet and pod fields; what every object shares (metadata, spec,
   status) is read through ``dsctl_api.objects``. Either way a malformed field reads as absent.
-- ``plan``: ``Plan``, ``PodRef``, ``Event``, ``Status``, ``merge_plans``, ``soonest``.
+- ``podplan``: ``Plan``, ``PodRef``, ``Event``, ``merge_plans``, ``soonest`` (the pod plan).
 - ``syncplan``: ``plan_sync``, ``SyncSnapshot``, ``SyncPlan``, ``ClusterView``.
-- ``nodeplan``: ``plan_node``, ``NodeTable``, ``Basis`` (incremental planning).
+- ``nodetable``: ``plan_node``, ``NodeTable``, ``Basis`` (incremental planning).
 - ``sharedmap``: ``SharedMap``, the immutable mapping whose updates share unchanged entries
   (a node table's outcomes).
 - ``eligibility``: ``node_should_run(ds, node) -> Fit``, ``Eligibility.of(ds).check(node)``,
@@ -31,15 +32,18 @@ Public surface of the modules owned here (the rolling update and history planner
 - ``podsort``: ``sort_pods``, ``oldest``, ``group_by_node``.
 - ``podchange``: ``planning_view``, ``same_for_planning`` (pod updates no planner can see).
 - ``ownership``: ``claim``, ``adopt_patch``, ``release_patch``.
-- ``backoff``: ``BackoffView`` (what planners read), ``backoff_key``.
+- ``backoffview``: ``BackoffView`` (what planners read), ``backoff_key``.
 - ``manage``: ``plan_manage``, ``manage_node``, ``slow_start_batches``, ``cap_burst``, ``BURST_REPLICAS``.
-- ``status``: ``compute_status``, ``status_changed``, ``status_with``, ``availability_requeue``.
+- ``status``: ``Status``, ``compute_status``, ``status_changed``, ``status_with``, ``availability_requeue``.
+- ``progress``: ``plan_progress``, ``rollout_hold`` (the ``Progressing`` condition).
+- ``reasons``: ``EVENT_REASONS``, ``CONDITIONS`` (every Event reason and condition, with its meaning).
 - ``validation``: ``validate_daemonset``; ``conditions``: ``set_condition``, ``without_condition``.
-- ``controls``: ``rollout_controls`` (partition, paused, selector, rollingUpdateType).
+- ``extensions``: ``EXTENSION_FIELDS`` (every field beyond apps/v1, with its annotation), ``rollout_controls``
+  (partition, paused, selector, rollingUpdateType), ``progress_deadline_seconds``, ``effective_burst``.
 - ``inplace``: ``image_only_changes``, ``plan_pod_update``, ``in_place_patch``, ``in_place_pending``.
 """
 
-from dsctl.daemonset.backoff import BackoffView, backoff_key
+from dsctl.daemonset.backoffview import BackoffView, backoff_key
 from dsctl.daemonset.eligibility import (
     Eligibility,
     Fit,
@@ -49,10 +53,10 @@ from dsctl.daemonset.eligibility import (
 )
 from dsctl.daemonset.manage import BURST_REPLICAS, allows_surge, cap_burst, plan_manage, slow_start_batches
 from dsctl.daemonset.ownership import Claim, adopt_patch, claim, release_patch
-from dsctl.daemonset.plan import Event, Plan, PodRef, Status, merge_plans
 from dsctl.daemonset.podchange import planning_view, same_for_planning
+from dsctl.daemonset.podplan import Event, Plan, PodRef, merge_plans
 from dsctl.daemonset.podsort import group_by_node, oldest, sort_pods
-from dsctl.daemonset.status import availability_requeue, compute_status, status_changed, status_with
+from dsctl.daemonset.status import Status, availability_requeue, compute_status, status_changed, status_with
 from dsctl.daemonset.template import (
     GENERATION_LABEL,
     HASH_LABEL,

@@ -20,10 +20,8 @@ from typing import Any
 from dsctl_api.objects import as_list, as_map
 from dsctl_api.timefmt import format_rfc3339
 
-__all__ = ["INVALID", "REPLICA_FAILURE", "REQUIRED_COUNTERS", "set_condition", "without_condition"]
+__all__ = ["REQUIRED_COUNTERS", "set_condition", "without_condition"]
 
-INVALID = "Invalid"
-REPLICA_FAILURE = "ReplicaFailure"
 REQUIRED_COUNTERS = ("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady")
 
 

@@ -43,7 +43,7 @@ from typing import Any, Literal
 
 from dsctl.daemonset.access import template as _template
 from dsctl.daemonset.hashing import compute_hash, revision_name
-from dsctl.daemonset.plan import PodRef
+from dsctl.daemonset.podplan import PodRef
 from dsctl.daemonset.template import HASH_LABEL, owner_reference
 from dsctl_api import gojson
 from dsctl_api.objects import annotations_of, as_int, as_map, deletion_timestamp, labels, name, namespace, spec

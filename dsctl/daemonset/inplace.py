@@ -35,7 +35,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from dsctl.daemonset.plan import ImageChange, PodRef, PodUpdate
+from dsctl.daemonset.podplan import ImageChange, PodRef, PodUpdate
 from dsctl.daemonset.template import GENERATION_LABEL, HASH_LABEL
 from dsctl_api.objects import annotations_of, as_list, as_map, labels
 

@@ -28,10 +28,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from dsctl.daemonset.access import bound_node, min_ready_seconds, phase, update_strategy
-from dsctl.daemonset.backoff import BackoffView, backoff_key
+from dsctl.daemonset.backoffview import BackoffView, backoff_key
 from dsctl.daemonset.eligibility import Fit, verdicts
-from dsctl.daemonset.plan import Event, Plan, PodRef, merge_plans, soonest
+from dsctl.daemonset.podplan import Event, Plan, PodRef, merge_plans, soonest
 from dsctl.daemonset.podsort import sort_pods
+from dsctl.daemonset.reasons import FAILED_DAEMON_POD, SUCCEEDED_DAEMON_POD
 from dsctl.daemonset.template import HASH_LABEL
 from dsctl_api.intstr import IntStrError, scaled_value
 from dsctl_api.objects import deletion_timestamp, is_map, labels, name, namespace, text
@@ -113,7 +114,7 @@ class _Builder:
         self.events.append(
             Event(
                 "Warning",
-                "FailedDaemonPod",
+                FAILED_DAEMON_POD,
                 f"Found failed daemon pod {namespace(pod)}/{name(pod)} on node {node}, will try to kill it",
             )
         )
@@ -123,7 +124,7 @@ class _Builder:
         self.events.append(
             Event(
                 "Normal",
-                "SucceededDaemonPod",
+                SUCCEEDED_DAEMON_POD,
                 f"Found succeeded daemon pod {namespace(pod)}/{name(pod)} on node {node}, will try to delete it",
             )
         )
@@ -150,7 +151,7 @@ def _surge(
     # Of several pods of one side (current revision, or older ones), keep the most useful:
     # available first, then Ready, then upstream's order (bound, older, name). Upstream keeps
     # the oldest alone; with creation times in whole seconds a tie falls to the name and can
-    # keep a starting pod while deleting the node's only available one (found by the chaos soak).
+    # keep a starting pod while deleting the node's only available one (ADR 0011).
     def usefulness(pod: Mapping[str, Any]) -> int:
         if is_pod_available(pod, min_ready, out.now):
             return 0
@@ -232,7 +233,7 @@ def manage_node(
     """The manage plan for one node (``fit`` None: a node the cache does not know).
 
     ``pods`` are the DaemonSet's claimed pods targeting the node. ``plan_manage`` is this,
-    node by node; ``dsctl.daemonset.nodeplan`` calls it only for the nodes that changed.
+    node by node; ``dsctl.daemonset.nodetable`` calls it only for the nodes that changed.
     """
     if fit is not None and len(pods) == 1 and fit.should_continue_running:
         # The steady state: one live pod on a node that may keep it. Nothing to do.

@@ -17,9 +17,12 @@ a later sync tells whether the condition speaks of the current rollout):
   as it is for Deployment's available replicas.
 - **stuck**: still ``True`` and ``lastUpdateTime + progressDeadlineSeconds < now``:
   ``False / ProgressDeadlineExceeded``. It stays so until progress or completion.
-- **held** by ``paused`` (``Unknown / DaemonSetPaused``, Deployment's ``DeploymentPaused``) or by
-  ``partition`` / ``selector`` (``Unknown / RolloutHeld``): such a rollout stops on purpose,
-  so no deadline runs; lifting the hold restarts the clock.
+- **held** (``rollout_hold``) by ``paused`` (``Unknown / DaemonSetPaused``, Deployment's
+  ``DeploymentPaused``), by a ``partition`` or node ``selector`` that keeps old pods back
+  (``Unknown / RolloutHeld``), or by a control that cannot be read (``Unknown /
+  InvalidRolloutControl``): such a rollout stops on purpose, so no deadline runs, and the
+  message names the control, where it is set and how many pods it holds back (ADR 0090).
+  Lifting the hold restarts the clock.
 
 ``lastTransitionTime`` changes only when ``status`` flips; ``lastUpdateTime`` is the time of the
 last progress (or of the last change of condition), as Deployment records it. apps/v1's
@@ -39,34 +42,39 @@ from dataclasses import dataclass
 from typing import Any
 
 from dsctl.daemonset.conditions import without_condition
-from dsctl.daemonset.plan import Status
+from dsctl.daemonset.extensions import (
+    PARTITION_FIELD,
+    PAUSED_FIELD,
+    SELECTOR_FIELD,
+    InvalidControl,
+    RolloutControls,
+    set_at,
+)
+from dsctl.daemonset.reasons import (
+    DAEMONSET_PAUSED,
+    FOUND_NEW_REVISION,
+    INVALID_ROLLOUT_CONTROL,
+    NEW_REVISION_AVAILABLE,
+    NEW_REVISION_CREATED,
+    PROGRESS_DEADLINE_EXCEEDED,
+    PROGRESSING,
+    REVISION_UPDATED,
+    ROLLOUT_HELD,
+)
+from dsctl.daemonset.status import Status
 from dsctl_api.objects import as_list, as_map, text
 from dsctl_api.timefmt import format_rfc3339, parse_rfc3339
 
 __all__ = [
-    "FOUND_NEW_REVISION",
-    "NEW_REVISION_AVAILABLE",
-    "NEW_REVISION_CREATED",
-    "PAUSED",
-    "PROGRESSING",
-    "PROGRESS_DEADLINE_EXCEEDED",
-    "REVISION_UPDATED",
-    "ROLLOUT_HELD",
+    "Hold",
     "Progress",
     "is_stuck",
     "plan_progress",
     "progressing_condition",
+    "rollout_hold",
     "with_progress",
 ]
 
-PROGRESSING = "Progressing"
-NEW_REVISION_CREATED = "NewRevisionCreated"
-FOUND_NEW_REVISION = "FoundNewRevision"
-REVISION_UPDATED = "RevisionUpdated"
-NEW_REVISION_AVAILABLE = "NewRevisionAvailable"
-PROGRESS_DEADLINE_EXCEEDED = "ProgressDeadlineExceeded"
-PAUSED = "DaemonSetPaused"
-ROLLOUT_HELD = "RolloutHeld"
 
 Condition = dict[str, Any]
 
@@ -85,6 +93,41 @@ class Progress:
     def stuck(self) -> bool:
         """Whether the condition says ``ProgressDeadlineExceeded``."""
         return is_stuck(self.condition)
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """What holds a rollout back on purpose: the condition's reason, and the message's words
+    after ``Rollout of revision "<name>"``."""
+
+    reason: str
+    why: str
+
+
+def rollout_hold(ds: Mapping[str, Any], controls: RolloutControls | InvalidControl, *, held: int,
+                 desired: int) -> Hold | None:
+    """The hold ``controls`` put on ``ds``'s rollout, or None when they hold nothing back.
+
+    ``held`` is how many nodes keep an old pod because of the controls (``update.held_nodes``),
+    ``desired`` the nodes that should run the pod. A pause holds even when no old pod is left;
+    a partition or selector only while it keeps some back. An unreadable control holds the
+    whole rollout until it is fixed.
+    """
+    if isinstance(controls, InvalidControl):
+        return Hold(INVALID_ROLLOUT_CONTROL, f"is held until {controls.field} is fixed: {controls.message}")
+    if not controls.holds_back:
+        return None
+    count = f": {held} of {desired} pods are held on older revisions" if held else ""
+    if controls.paused:
+        return Hold(DAEMONSET_PAUSED, f"is paused by {set_at(ds, PAUSED_FIELD)}{count}")
+    if not held:
+        return None
+    by = []
+    if controls.partition:
+        by.append(f"partition {controls.partition} ({set_at(ds, PARTITION_FIELD)})")
+    if controls.selector is not None:
+        by.append(f'node selector "{controls.selector}" ({set_at(ds, SELECTOR_FIELD)})')
+    return Hold(ROLLOUT_HELD, f"is held by {' and '.join(by)}{count}")
 
 
 def is_stuck(condition: Mapping[str, Any] | None) -> bool:
@@ -130,7 +173,7 @@ def plan_progress(
     new: Status,
     revision: str,
     created: bool,
-    held: str | None,
+    held: Hold | None,
     deadline: int,
     now: float,
     remembered: float | None = None,
@@ -139,7 +182,7 @@ def plan_progress(
 
     ``previous`` is the condition in the status last written and ``old`` its counters; ``new``
     are the counters this sync computed. ``created``: this sync created the revision.
-    ``held``: ``"paused"``, ``"held"`` (partition or selector) or None. ``remembered``: the
+    ``held``: what holds the rollout back on purpose (``rollout_hold``), or None. ``remembered``: the
     ``updated_at`` of an earlier result for this rollout, used where ``lastUpdateTime`` was pruned.
     """
     quoted = f'"{revision}"'
@@ -151,13 +194,11 @@ def plan_progress(
         return Progress(_condition("True", NEW_REVISION_AVAILABLE, f"Revision {quoted} has successfully progressed.",
                                    now=now, previous=previous))
     if held is not None:
-        reason = PAUSED if held == "paused" else ROLLOUT_HELD
-        if _same(previous, "Unknown", reason, quoted):
-            assert previous is not None
+        message = f"Rollout of revision {quoted} {held.why}."
+        if _same(previous, "Unknown", held.reason, quoted) and previous is not None \
+                and previous.get("message") == message:
             return Progress(dict(previous))
-        message = (f"Rollout of revision {quoted} is paused." if held == "paused"
-                   else f"Rollout of revision {quoted} is held by its partition or node selector.")
-        return Progress(_condition("Unknown", reason, message, now=now, previous=previous))
+        return Progress(_condition("Unknown", held.reason, message, now=now, previous=previous))
     if previous is None or quoted not in text(previous.get("message")) or previous.get("status") == "Unknown":
         reason = NEW_REVISION_CREATED if created else FOUND_NEW_REVISION
         message = f"Created new revision {quoted}" if created else f"Found new revision {quoted}"

@@ -1,10 +1,10 @@
 """An immutable mapping whose updated copies share the entries they did not change.
 
-A ``NodeTable`` holds one entry per node and is replaced, not mutated, by every sync. Copying
-a 5,000-entry dict per sync looked cheap in isolation (about 40 µs) but was not in the
-controller: a copy and the release of the old one touch every key and value, scattered over a
-heap of 100,000 cached pods, and during node joins at 5,000 nodes they took a quarter of the
-controller's CPU (BENCHMARKS §18).
+A ``NodeTable`` holds one entry per node and is replaced, not mutated, by every sync. Copying a
+dict of every node per sync is cheap in isolation but not in the controller: a copy and the
+release of the old one touch every key and value, scattered over a heap of cached pods, and
+node joins, which sync every DaemonSet once per node, would spend much of their CPU on it
+(ADR 0068).
 
 A ``SharedMap`` is a frozen *base* dict plus a small *top* dict of the entries changed since,
 with ``_GONE`` marking a removed key. ``updated`` copies only the top; once the top outgrows a

@@ -1,4 +1,4 @@
-"""DaemonSet status: the seven counters, and whether they are worth a write.
+"""DaemonSet status: the seven counters (``Status``), how they are counted, and whether they are worth a write.
 
 Counted per node in the node list (pods on nodes the cache does not know are not counted),
 looking only at the node's first pod in ``podsort`` order:
@@ -17,12 +17,12 @@ has restarted the changed containers. ``numberUnavailable`` is desired minus ava
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from dsctl.daemonset.access import min_ready_seconds
 from dsctl.daemonset.eligibility import Fit, verdicts
 from dsctl.daemonset.inplace import in_place_pending
-from dsctl.daemonset.plan import STATUS_FIELDS, Status
 from dsctl.daemonset.podsort import oldest
 from dsctl.daemonset.template import is_pod_updated, template_generation
 from dsctl_api.objects import as_int, as_map, is_map
@@ -30,7 +30,9 @@ from dsctl_api.pods import is_pod_available, is_pod_ready
 
 __all__ = [
     "NO_COUNTS",
+    "STATUS_FIELDS",
     "Counts",
+    "Status",
     "availability_requeue",
     "compute_status",
     "node_counts",
@@ -38,6 +40,45 @@ __all__ = [
     "status_of",
     "status_with",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """The seven DaemonSet status counters, as computed from the cache.
+
+    ``observedGeneration`` and ``collisionCount`` are not here: the controller sets the first
+    when it writes, and only revision snapshots change the second.
+    """
+
+    desired_number_scheduled: int = 0
+    current_number_scheduled: int = 0
+    number_misscheduled: int = 0
+    number_ready: int = 0
+    number_available: int = 0
+    number_unavailable: int = 0
+    updated_number_scheduled: int = 0
+
+    def as_fields(self) -> dict[str, int]:
+        """The counters under their API (camelCase) names, ready to merge into ``status``."""
+        return {api: getattr(self, attr) for attr, api in STATUS_FIELDS.items()}
+
+    @classmethod
+    def from_fields(cls, status: Mapping[str, Any] | None) -> Status:
+        """Read the counters of an existing ``status`` dict; missing or non-int values are 0."""
+        source = as_map(status)
+        return cls(**{attr: as_int(source.get(api)) for attr, api in STATUS_FIELDS.items()})
+
+
+STATUS_FIELDS: dict[str, str] = {
+    "desired_number_scheduled": "desiredNumberScheduled",
+    "current_number_scheduled": "currentNumberScheduled",
+    "number_misscheduled": "numberMisscheduled",
+    "number_ready": "numberReady",
+    "number_available": "numberAvailable",
+    "number_unavailable": "numberUnavailable",
+    "updated_number_scheduled": "updatedNumberScheduled",
+}
+"""Status attribute name → API field name, in the order ``kubectl`` prints them."""
 
 
 Counts = tuple[int, int, int, int, int, int]

@@ -19,7 +19,7 @@ it out in the same order, stopping at the first failed stage.
 
 Planning is incremental: a snapshot names the nodes that changed since the previous plan
 (``SyncSnapshot.changed``) and carries that plan's ``NodeTable``; only those nodes, the
-volatile ones and the nodes of adoptable orphans are re-planned (``nodeplan``). Without
+volatile ones and the nodes of adoptable orphans are re-planned (``nodetable``). Without
 them, or when the basis changed, every node is planned, and the result is the same.
 """
 
@@ -31,19 +31,35 @@ from typing import Any, Literal, Protocol
 
 from dsctl.daemonset import history as hist
 from dsctl.daemonset.access import min_ready_seconds, phase
-from dsctl.daemonset.backoff import BackoffView
-from dsctl.daemonset.conditions import INVALID, REPLICA_FAILURE
-from dsctl.daemonset.controls import InvalidControl, RolloutControls, rollout_controls
+from dsctl.daemonset.backoffview import BackoffView
 from dsctl.daemonset.eligibility import Fit
+from dsctl.daemonset.extensions import (
+    InvalidControl,
+    RolloutControls,
+    burst_replicas,
+    deprecated_annotations,
+    effective_burst,
+    rollout_controls,
+)
 from dsctl.daemonset.inplace import templates_by_hash
 from dsctl.daemonset.manage import allows_surge
-from dsctl.daemonset.nodeplan import Basis, NodeOutcome, NodeTable, plan_node
+from dsctl.daemonset.nodetable import Basis, NodeOutcome, NodeTable, plan_node
 from dsctl.daemonset.ownership import adopt_patch, claim, release_patch
-from dsctl.daemonset.plan import Event, Plan, Status, merge_plans, soonest
-from dsctl.daemonset.speclimits import burst_replicas, effective_burst
-from dsctl.daemonset.status import availability_requeue
+from dsctl.daemonset.podplan import Event, Plan, merge_plans, soonest
+from dsctl.daemonset.progress import Hold, rollout_hold
+from dsctl.daemonset.reasons import (
+    DEPRECATED_ANNOTATION,
+    INVALID,
+    INVALID_ROLLOUT,
+    INVALID_ROLLOUT_CONTROL,
+    INVALID_SPEC,
+    REPLICA_FAILURE,
+    REVISION_OUT_OF_RANGE,
+    SELECTING_ALL,
+)
+from dsctl.daemonset.status import Status, availability_requeue
 from dsctl.daemonset.template import target_node, template_generation
-from dsctl.daemonset.update import InvalidRollout, plan_rolling_update
+from dsctl.daemonset.update import InvalidRollout, held_nodes, plan_rolling_update, update_strategy_type
 from dsctl.daemonset.validation import validate_daemonset
 from dsctl_api.labels import Selector, SelectorError, selector_from_label_selector
 from dsctl_api.objects import as_int, as_map, deletion_timestamp, is_map
@@ -126,11 +142,15 @@ class ConditionWrite:
 
 @dataclass(frozen=True, slots=True)
 class StatusPlan:
-    """The counters to write; ``observed`` raises ``observedGeneration`` (an acting sync)."""
+    """The counters to write; ``observed`` raises ``observedGeneration`` (an acting sync).
+
+    ``hold`` is what holds the rollout back on purpose, for the ``Progressing`` condition.
+    """
 
     counters: Status
     observed: bool
     created_revision: bool
+    hold: Hold | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,18 +193,18 @@ def plan_sync(snapshot: SyncSnapshot) -> SyncPlan:
     meta, spec = as_map(ds.get("metadata")), as_map(ds.get("spec"))
     selector = _selector(spec)
     if selector is not None and selector.empty:
-        return SyncPlan(ds=ds, events=(Event("Warning", "SelectingAll", _SELECTING_ALL),))
+        return SyncPlan(ds=ds, events=(Event("Warning", SELECTING_ALL, _SELECTING_ALL),))
     if deletion_timestamp(ds):
         return SyncPlan(ds=ds)
     problems = validate_daemonset(ds)
     if problems or selector is None:
         message = "; ".join(str(p) for p in problems) or "spec.selector: unreadable"
-        return SyncPlan(ds=ds, events=tuple(Event("Warning", "InvalidSpec", str(p)) for p in problems[:5]),
-                        condition=ConditionWrite(INVALID, "InvalidSpec", message),
+        return SyncPlan(ds=ds, events=tuple(Event("Warning", INVALID_SPEC, str(p)) for p in problems[:5]),
+                        condition=ConditionWrite(INVALID, INVALID_SPEC, message),
                         terminal=message)
     uid, namespace = str(meta.get("uid") or ""), str(meta.get("namespace") or "")
     api_version, kind = str(ds.get("apiVersion") or "apps/v1"), str(ds.get("kind") or "DaemonSet")
-    events: list[Event] = []
+    events = [Event("Warning", DEPRECATED_ANNOTATION, message) for message in deprecated_annotations(ds)]
     ownership: list[OwnershipWrite] = []
 
     revisions = _claim(ds, snapshot.view.owned_revisions(uid), snapshot.view.orphan_revisions(namespace),
@@ -194,8 +214,8 @@ def plan_sync(snapshot: SyncSnapshot) -> SyncPlan:
         history = hist.plan_history(ds=ds, revisions=revisions, pods=_lazy(snapshot.view.owned_pods, uid),
                                     api_version=api_version, kind=kind)
     except hist.RevisionOverflow as exc:
-        return SyncPlan(ds=ds, events=(*events, Event("Warning", "RevisionOutOfRange", str(exc))),
-                        condition=ConditionWrite(REPLICA_FAILURE, "RevisionOutOfRange", str(exc)), terminal=str(exc))
+        return SyncPlan(ds=ds, events=(*events, Event("Warning", REVISION_OUT_OF_RANGE, str(exc))),
+                        condition=ConditionWrite(REPLICA_FAILURE, REVISION_OUT_OF_RANGE, str(exc)), terminal=str(exc))
 
     # Not status.observedGeneration, though the failed-pod backoff key holds it: only a node with
     # a failed pod reads that key, and such a node is volatile, planned again every sync.
@@ -207,24 +227,26 @@ def plan_sync(snapshot: SyncSnapshot) -> SyncPlan:
     recheck = any(w.adopt for w in ownership)
     counters = table.status()
     created = history.create is not None
+    controls = _read_controls(ds)
+    hold = _hold(ds, controls, table, history, snapshot.view)
     common = SyncPlan(ds=ds, act=True, recheck_owner=recheck, ownership=tuple(ownership), history=history,
                       table=table, full=full, replanned=replanned)
     if not snapshot.satisfied or history.pod_patches:
         # Pods relabelled to the kept revision still show the old hashes in this snapshot: a
         # rolling update planned on it would replace pods that are current.
         return replace(common, events=tuple(events),
-                       status=StatusPlan(counters, observed=False, created_revision=created),
+                       status=StatusPlan(counters, observed=False, created_revision=created, hold=hold),
                        requeue_now=bool(history.pod_patches))
 
     pods = table.manage_plan()
     if not pods.has_writes:
-        pods = _with_rolling_update(ds, table, history, pods, view=snapshot.view, now=snapshot.now,
-                                    events=events)
+        pods = _with_rolling_update(ds, table, history, pods, controls=controls, view=snapshot.view,
+                                    now=snapshot.now, events=events)
     burst = _burst(ds, snapshot.global_burst, events)
     cleanup = tuple(hist.plan_history_cleanup(ds=ds, old_revisions=history.old,
                                               pods=_all_pods(snapshot.view, uid, table))) if history.old else ()
     return replace(common, events=tuple(events), pods=pods, burst=burst, cleanup=cleanup,
-                   status=StatusPlan(counters, observed=True, created_revision=created),
+                   status=StatusPlan(counters, observed=True, created_revision=created, hold=hold),
                    requeue_after=soonest(pods.requeue_after, availability_requeue(ds, counters)))
 
 
@@ -251,7 +273,7 @@ def _claim(
     for obj in verdict.to_adopt:
         refusal = hist.adoption_refusal(obj) if kind == "revisions" else None
         if refusal is not None:
-            events.append(Event("Warning", "RevisionOutOfRange", refusal))
+            events.append(Event("Warning", REVISION_OUT_OF_RANGE, refusal))
             continue
         obj_meta = as_map(obj.get("metadata"))
         ownership.append(OwnershipWrite(kind, str(obj_meta.get("name") or ""), str(obj_meta.get("namespace") or ""),
@@ -333,29 +355,54 @@ def _mine(pod: Obj, uid: str) -> bool:
 # -- rolling update, burst --------------------------------------------------------------------
 
 
-def _controls(ds: Obj, events: list[Event]) -> RolloutControls:
+def _read_controls(ds: Obj) -> RolloutControls | InvalidControl:
     try:
         return rollout_controls(ds)
     except InvalidControl as exc:
-        events.append(Event("Warning", "InvalidRolloutControl",
-                            f"{exc.field}: {exc.message}; the rolling update is held until it is fixed"))
-        return RolloutControls(paused=True)
+        return exc
+
+
+def _node_labels(view: ClusterView) -> dict[str, Mapping[str, Any]]:
+    return {str(as_map(n.get("metadata")).get("name") or ""): as_map(as_map(n.get("metadata")).get("labels"))
+            for n in view.nodes()}
+
+
+def _hold(ds: Obj, controls: RolloutControls | InvalidControl, table: NodeTable, history: hist.HistoryPlan,
+          view: ClusterView) -> Hold | None:
+    """What holds the rolling update back, counted as the rolling update counts it; None for
+    OnDelete (the controls do not apply) or when nothing is held."""
+    try:
+        if update_strategy_type(ds) != "RollingUpdate":
+            return None
+    except InvalidRollout:
+        return None
+    held = 0
+    if isinstance(controls, RolloutControls):
+        if not controls.holds_back:
+            return None
+        if table.old:
+            labels = _node_labels(view) if controls.selector is not None else None
+            held = len(held_nodes(ds=ds, nodes_should_run=table.should_run(), pods_by_node=table.pods_by_node(),
+                                  hash=history.hash, controls=controls, node_labels=labels))
+    return rollout_hold(ds, controls, held=held, desired=table.totals[0])
 
 
 def _with_rolling_update(ds: Obj, table: NodeTable, history: hist.HistoryPlan, manage: Plan, *,
-                         view: ClusterView, now: float, events: list[Event]) -> Plan:
+                         controls: RolloutControls | InvalidControl, view: ClusterView, now: float,
+                         events: list[Event]) -> Plan:
     """Manage's plan (which writes nothing) merged with the rolling update's.
 
     The per-node pass runs only while some node holds a pod of another revision
-    (``NodeTable.old``); otherwise only the strategy is checked, as the full pass would.
+    (``NodeTable.old``); otherwise only the strategy is checked, as the full pass would. An
+    unreadable control holds the whole rolling update, and says so.
     """
-    controls = _controls(ds, events)
+    if isinstance(controls, InvalidControl):
+        events.append(Event("Warning", INVALID_ROLLOUT_CONTROL,
+                            f"{controls.field}: {controls.message}; the rolling update is held until it is fixed"))
+        controls = RolloutControls(paused=True)
     has_old = table.old > 0
     should_run = table.should_run() if has_old else [""] * table.totals[0]
-    labels = None
-    if controls.selector is not None and has_old:
-        labels = {str(as_map(n.get("metadata")).get("name") or ""): as_map(as_map(n.get("metadata")).get("labels"))
-                  for n in view.nodes()}
+    labels = _node_labels(view) if controls.selector is not None and has_old else None
     old_templates = templates_by_hash(history.old) if controls.in_place and has_old else None
     try:
         update = plan_rolling_update(ds=ds, nodes_should_run=should_run,
@@ -363,7 +410,7 @@ def _with_rolling_update(ds: Obj, table: NodeTable, history: hist.HistoryPlan, m
                                      now=now, controls=controls, node_labels=labels,
                                      old_templates=old_templates, has_old=has_old)
     except InvalidRollout as exc:
-        events.append(Event("Warning", "InvalidRollout", f"{exc.field}: {exc.message}"))
+        events.append(Event("Warning", INVALID_ROLLOUT, f"{exc.field}: {exc.message}"))
         return manage
     return merge_plans([manage, update]) if not update.empty else manage
 
@@ -373,6 +420,6 @@ def _burst(ds: Obj, global_burst: int, events: list[Event]) -> int:
     try:
         burst_replicas(ds)
     except InvalidControl as exc:
-        events.append(Event("Warning", "InvalidRolloutControl",
+        events.append(Event("Warning", INVALID_ROLLOUT_CONTROL,
                             f"{exc.field}: {exc.message}; --burst-replicas applies"))
     return effective_burst(ds, global_burst=global_burst)

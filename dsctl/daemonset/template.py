@@ -11,9 +11,8 @@ clusters without a running scheduler) sets ``spec.nodeName`` on every pod.
 
 ``pod_factory`` builds the same pods for many nodes of one DaemonSet: everything but the
 placement is worked out once, and each pod is a fresh copy of that. A cold start creates
-thousands of pods from one template; ``new_pod`` works out the labels and tolerations and
-copies the spec again for every node (18 us a pod, against 9 us from a factory, measured by
-``benchmarks/request_path.py``).
+thousands of pods from one template, and ``new_pod`` would work out the labels and tolerations
+and copy the spec again for every node (``benchmarks/request_path.py`` compares the two).
 
 ``target_node`` is the inverse: the node a pod is for, whether bound yet or not.
 """

@@ -13,7 +13,7 @@ surge path is taken and ``maxUnavailable`` plays no part in it.
 Nodes are visited in name order (upstream uses Go's random map order), so plans are
 deterministic and table tests can pin exact pods.
 
-The rollout controls of ``controls`` (``partition``, ``paused``, a node ``selector``) freeze
+The rollout controls of ``extensions`` (``partition``, ``paused``, a node ``selector``) freeze
 some old pods: a frozen node is never updated, but its availability still counts against
 ``maxUnavailable``, so holding pods back can only make a pass more careful.
 
@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from dsctl.daemonset.access import min_ready_seconds, template, update_strategy
-from dsctl.daemonset.controls import NO_CONTROLS, RolloutControls, frozen_nodes
+from dsctl.daemonset.extensions import NO_CONTROLS, RolloutControls, frozen_nodes
 from dsctl.daemonset.inplace import in_place_pending, plan_pod_update
-from dsctl.daemonset.plan import ImageChange, Plan, PodRef, PodUpdate, soonest
+from dsctl.daemonset.podplan import ImageChange, Plan, PodRef, PodUpdate, soonest
 from dsctl.daemonset.template import is_pod_updated, template_generation
 from dsctl_api.intstr import IntStrError, scaled_value
 from dsctl_api.objects import as_map, deletion_timestamp, uid
@@ -46,6 +46,7 @@ __all__ = [
     "NodePods",
     "RolloutLimits",
     "find_updated_pods_on_node",
+    "held_nodes",
     "is_pod_updated",
     "max_surge",
     "max_unavailable",
@@ -218,7 +219,7 @@ def plan_rolling_update(
     ``controls.selector``. ``old_templates`` (revision hash to stored template, see
     ``inplace.templates_by_hash``) is read only for ``controls.in_place``. ``has_old`` False
     tells that no live pod is of another revision (a caller that keeps count, see
-    ``nodeplan.NodeTable.old``); then only the strategy is checked. Raises ``InvalidRollout``
+    ``nodetable.NodeTable.old``); then only the strategy is checked. Raises ``InvalidRollout``
     for a malformed strategy.
     """
     if update_strategy_type(ds) != _ROLLING or controls.paused:
@@ -245,6 +246,23 @@ def plan_rolling_update(
                 requeue_after=state.requeue)
 
 
+def held_nodes(
+    *,
+    ds: Obj,
+    nodes_should_run: Collection[str],
+    pods_by_node: Mapping[str, Sequence[Obj]],
+    hash: str,
+    controls: RolloutControls,
+    node_labels: Mapping[str, Mapping[str, str]] | None = None,
+) -> frozenset[str]:
+    """The nodes whose old pod ``controls`` keep from the rolling update: the frozen set that
+    ``plan_rolling_update`` leaves alone, from the same inputs (what a held rollout reports)."""
+    generation = template_generation(ds)
+    view = {node: list(pods_by_node.get(node, ())) for node in {*pods_by_node, *nodes_should_run}}
+    nodes = [(name, find_updated_pods_on_node(view[name], hash, generation)) for name in sorted(view)]
+    return _frozen(nodes, controls, node_labels or {})
+
+
 def _in_place(
     ds: Obj, nodes: list[tuple[str, NodePods]], picked: list[PodRef], *, old_templates: Mapping[str, Obj],
     hash: str, generation: int | None,
@@ -269,7 +287,7 @@ def _in_place(
 def _frozen(
     nodes: list[tuple[str, NodePods]], controls: RolloutControls, node_labels: Mapping[str, Mapping[str, str]]
 ) -> frozenset[str]:
-    """The nodes whose old pod this pass must leave alone (see ``dsctl.daemonset.controls``)."""
+    """The nodes whose old pod this pass must leave alone (see ``dsctl.daemonset.extensions``)."""
     if not controls.holds_back:
         return frozenset()
     old_only = [name for name, found in nodes if found.ok and found.old is not None and found.new is None]

@@ -5,7 +5,7 @@ keeps the original nesting (``metadata.labels``, ``spec.nodeName``, ``status.con
 so domain code reads a projected object exactly like a full one, and drops everything else
 (containers, volumes, managedFields, container statuses...).
 
-Two more savings, measured in ``BENCHMARKS.md`` (``benchmarks/informer_memory.py``):
+Two more savings (``benchmarks/informer_memory.py`` measures them; ADR 0006):
 
 - strings that repeat across objects (label keys and values, namespaces, node names, phases)
   are interned, so 150,000 copies of ``controller-revision-hash`` cost one string;

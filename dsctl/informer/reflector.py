@@ -44,6 +44,7 @@ from dsctl.kube.ratelimit import Backoff
 from dsctl.kube.resources import Resource
 from dsctl.kube.transport import gc_paused
 from dsctl.kube.watch import LineDecoder, RunDecoder
+from dsctl.tuning import RELIST_YIELD_EVERY
 
 __all__ = [
     "INITIAL_EVENTS_END",
@@ -60,7 +61,6 @@ Obj = dict[str, Any]
 _T = TypeVar("_T")
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 _SHORT_WATCH = 1.0
-_YIELD_EVERY = 2000
 _TOO_LARGE_CAUSE = "ResourceVersionTooLarge"
 _TOO_LARGE_MESSAGE = "Too large resource version"
 _LIST_RESTARTS = 3
@@ -331,8 +331,8 @@ class Reflector:
         cache plus one page, never a second copy of the whole list. A continue token that
         expired mid-way (410: the list outlived the server's history) starts the list again
         from its first page, at most ``_LIST_RESTARTS`` times in a row. client-go's pager
-        falls back to one unpaginated list instead; at 150,000 pods that list, decoded in one
-        piece, took the process to 5 GiB (see docs/decisions.md).
+        falls back to one unpaginated list instead, which at scale, decoded in one piece, holds
+        a second copy of the whole cache in memory (ADR 0042).
 
         Every page of one list must carry the first page's resourceVersion: kube-apiserver serves
         continued pages at that version. A page at another one (a server or proxy that continued
@@ -413,7 +413,7 @@ class Reflector:
         sink = self.sink
         for done, old in enumerate(deleted, 1):
             sink.on_delete(old)
-            if done % _YIELD_EVERY == 0:
+            if done % RELIST_YIELD_EVERY == 0:
                 await asyncio.sleep(0)
         self.synced.set()
 

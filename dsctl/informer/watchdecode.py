@@ -1,9 +1,9 @@
 """Watch lines to prepared events: a pod event decoded straight to its projection.
 
 A reflector caches *prepared* objects: apiVersion and kind filled in, then projected. Decoding a
-whole ~4 KB pod with orjson and projecting it afterwards cost most of an informer's time per
-event (BENCHMARKS.md §12): the decoder built ~150 Python objects so that the projection could
-keep ~20 of them. For a :class:`~dsctl.informer.projections.PodProjection`, this module decodes
+whole pod with orjson and projecting it afterwards is most of an informer's time per event: the
+decoder builds every object of the pod so that the projection can keep a few of them (ADR 0046).
+For a :class:`~dsctl.informer.projections.PodProjection`, this module decodes
 each line with msgspec against a schema of exactly the fields that projection reads; the parser
 skips everything else (containers, volumes, managedFields...) without building it. Labels,
 ownerReferences and the affinity, shared between pods by the projection anyway, are not even

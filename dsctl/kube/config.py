@@ -50,7 +50,7 @@ from dsctl.kube.credentials import (
 )
 from dsctl.kube.errors import ConfigError, KubeError, one_line
 
-__all__ = ["LoadedConfig", "load_config"]
+__all__ = ["LoadedConfig", "check_config", "load_config"]
 
 
 @dataclass
@@ -275,17 +275,51 @@ async def load_config(
     ``environ``, ``home``, ``token_path`` and ``ca_path`` default to the real process values;
     tests pass their own. Raises :class:`ConfigError` with a one-line message.
     """
+    files = _locate(kubeconfig=kubeconfig, context=context, environ=environ, home=home)
+    if files is None:
+        return _load_in_cluster(os.environ if environ is None else environ, token_path, ca_path)
+    return await _load_kubeconfig(files, context)
+
+
+def check_config(
+    *,
+    kubeconfig: str | os.PathLike[str] | None = None,
+    context: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    home: str | os.PathLike[str] | None = None,
+    token_path: str = SERVICE_TOKEN_FILENAME,
+) -> None:
+    """What ``load_config`` checks in files only, with no plugin run and no request: the
+    kubeconfig is found and readable and its context names a cluster with a server, or the
+    in-cluster token is readable. Raises :class:`ConfigError` with the same one line, so a
+    command can report a configuration mistake before it binds ports."""
+    files = _locate(kubeconfig=kubeconfig, context=context, environ=environ, home=home)
+    if files is None:
+        if not os.access(token_path, os.R_OK):
+            raise ConfigError(f"in-cluster config: cannot read the service-account token {token_path}")
+        return
+    _choose_context([_read_kubeconfig(Path(f)) for f in files], files, context)
+
+
+def _locate(
+    *,
+    kubeconfig: str | os.PathLike[str] | None,
+    context: str | None,
+    environ: Mapping[str, str] | None,
+    home: str | os.PathLike[str] | None,
+) -> tuple[str, ...] | None:
+    """The kubeconfig files to load, in client-go's order, or None for in-cluster."""
     env = os.environ if environ is None else environ
     if kubeconfig is not None:
-        return await _load_kubeconfig((os.fspath(kubeconfig),), context)
+        return (os.fspath(kubeconfig),)
     listed = env.get("KUBECONFIG", "")
     if listed:
-        return await _load_kubeconfig(_existing_files(listed), context)
+        return _existing_files(listed)
     if env.get("KUBERNETES_SERVICE_HOST") and context is None:
-        return _load_in_cluster(env, token_path, ca_path)
+        return None
     default = Path(home if home is not None else Path.home()) / ".kube" / "config"
     if default.exists():
-        return await _load_kubeconfig((str(default),), context)
+        return (str(default),)
     if context is not None:
         raise ConfigError(f"context {context!r} given, but no kubeconfig found ({default})")
     raise ConfigError(

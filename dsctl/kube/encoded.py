@@ -2,7 +2,7 @@
 
 A cold start posts thousands of pods that differ only in their node's name. Building each pod
 as a fresh dict and encoding it costs more than the rest of the request's client-side work
-(BENCHMARKS.md §20). ``JsonTemplate`` encodes the object once with a hole where the varying
+(ADR 0077). ``JsonTemplate`` encodes the object once with a hole where the varying
 string goes, and fills the hole by joining bytes; ``Encoded`` carries the result to the
 transport, which sends the bytes as they are.
 

@@ -87,8 +87,8 @@ def gc_paused() -> Iterator[None]:
 
     A 500-pod list page allocates ~75,000 containers, first when decoded and again when
     projected; with the collector running, those allocations trigger collections that rescan
-    the ever-growing informer caches (measured: a 150,000-pod sync spends more time in the GC
-    than in parsing). JSON trees have no cycles, so pausing loses nothing; the collector runs
+    the ever-growing informer caches, at scale for longer than the parsing takes (ADR 0007).
+    JSON trees have no cycles, so pausing loses nothing; the collector runs
     again at the next allocation after. A no-op when the GC is already off.
     """
     if not gc.isenabled():

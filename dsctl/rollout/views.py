@@ -11,7 +11,14 @@ from typing import Any, Literal
 
 import yaml
 
-from dsctl.daemonset.controls import ANNOTATION_PREFIX, InvalidControl, rollout_controls
+from dsctl.daemonset.extensions import PAUSED_FIELD, InvalidControl, rollout_controls
+from dsctl.daemonset.reasons import (
+    DAEMONSET_PAUSED,
+    INVALID_ROLLOUT_CONTROL,
+    PROGRESS_DEADLINE_EXCEEDED,
+    PROGRESSING,
+    ROLLOUT_HELD,
+)
 from dsctl.rollout.target import Target
 from dsctl_api.objects import annotations_of, as_int, as_list, as_map, meta, spec, uid
 
@@ -31,9 +38,11 @@ __all__ = [
 
 CHANGE_CAUSE = "kubernetes.io/change-cause"
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
-_PAUSED = ANNOTATION_PREFIX + "paused"
+_PAUSED = PAUSED_FIELD.annotation
 
 Obj = Mapping[str, Any]
+HELD = (DAEMONSET_PAUSED, ROLLOUT_HELD, INVALID_ROLLOUT_CONTROL)
+"""``Progressing`` reasons of a rollout held back on purpose."""
 
 
 class RolloutError(Exception):
@@ -44,7 +53,10 @@ def status_message(target: Target, ds: Obj) -> tuple[str, bool]:
     """kubectl's status line for ``ds`` and whether the rollout is done.
 
     Raises ``RolloutError`` for a strategy other than RollingUpdate (as kubectl does) and, beyond
-    kubectl, when the controller reported ``ProgressDeadlineExceeded``.
+    kubectl, when the controller reported ``ProgressDeadlineExceeded``. Beyond kubectl too, a
+    rollout that a control holds back on purpose gets a second line: the ``Progressing``
+    condition's reason and message, which name the control and how many pods it holds back
+    (kubectl's own line for a DaemonSet is computed from the counters alone).
     """
     strategy = as_map(spec(ds).get("updateStrategy")).get("type") or "RollingUpdate"
     if strategy != "RollingUpdate":
@@ -55,19 +67,29 @@ def status_message(target: Target, ds: Obj) -> tuple[str, bool]:
     # As kubectl's Deployment viewer: judged only once the current generation was observed,
     # by the reason alone, in its words ("deployment" becomes "daemon set").
     for condition in as_list(status.get("conditions")):
-        if as_map(condition).get("type") == "Progressing" and condition.get("reason") == "ProgressDeadlineExceeded":
+        if as_map(condition).get("type") == PROGRESSING and condition.get("reason") == PROGRESS_DEADLINE_EXCEEDED:
             raise RolloutError(f'daemon set "{target.name}" exceeded its progress deadline')
     desired = as_int(status.get("desiredNumberScheduled"), 0)
     updated = as_int(status.get("updatedNumberScheduled"), 0)
     available = as_int(status.get("numberAvailable"), 0)
     name = f'"{target.name}"'
+    held = _held(status)
     if updated < desired:
         return f"Waiting for daemon set {name} rollout to finish: {updated} out of {desired} new pods have been " \
-               "updated...", False
+               f"updated...{held}", False
     if available < desired:
         return f"Waiting for daemon set {name} rollout to finish: {available} of {desired} updated pods are " \
-               "available...", False
+               f"available...{held}", False
     return f"daemon set {name} successfully rolled out", True
+
+
+def _held(status: Obj) -> str:
+    """A line naming what holds the rollout back on purpose, from the ``Progressing`` condition; or ''."""
+    for condition in as_list(status.get("conditions")):
+        cond = as_map(condition)
+        if cond.get("type") == PROGRESSING and cond.get("status") == "Unknown" and cond.get("reason") in HELD:
+            return f"\n{cond.get('reason')}: {cond.get('message')}"
+    return ""
 
 
 def owned_revisions(ds: Obj, revisions: Iterable[Obj]) -> list[Obj]:

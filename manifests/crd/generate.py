@@ -218,7 +218,7 @@ def _default_list_map_keys(out: Schema, source: Mapping[str, Any], *, where: str
 # bounded (``BOUNDS``): label values and qualified names by their apps/v1 limits (63 and
 # 253 + 1 + 63 characters), operators by 16, label maps and selector lists by limits far
 # above any real DaemonSet. ``tests/manifests/test_crd_rules.py`` checks those bounds and a
-# conservative total (docs/decisions.md has the figures). The int-or-percent syntax of
+# conservative total (ADR 0022 has the figures). The int-or-percent syntax of
 # maxSurge/maxUnavailable (negative, not a percentage, over 100%) is left to the
 # controller's own validation: an int-or-string cannot carry maxLength, and each regex over
 # an unbounded string is estimated at about 1.3 million.
@@ -487,7 +487,7 @@ _LABEL_SELECTOR = "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"
 
 
 def rollout_controls(defs: Mapping[str, Schema]) -> Schema:
-    """dsctl's fields beyond apps/v1 under ``rollingUpdate``; see ``dsctl.daemonset.controls``.
+    """dsctl's fields beyond apps/v1 under ``rollingUpdate``; see ``dsctl.daemonset.extensions``.
 
     Without them a real apiserver prunes the fields from every write (structural schema).
     """
@@ -516,7 +516,7 @@ def rollout_controls(defs: Mapping[str, Schema]) -> Schema:
 
 
 def spec_limits() -> Schema:
-    """dsctl's fields beyond apps/v1 at ``spec`` level; see ``dsctl.daemonset.speclimits``."""
+    """dsctl's fields beyond apps/v1 at ``spec`` level; see ``dsctl.daemonset.extensions``."""
     return {
         "burstReplicas": {
             "description": "dsctl: at most this many pod creates, and this many deletes, in flight for this "

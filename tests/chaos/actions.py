@@ -11,20 +11,31 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, TypeVar
 
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, NODES, Resource
+from dsctl_sim.departing import (
+    KARPENTER_TERMINATION_FINALIZER,
+    karpenter_disrupted_taint,
+    to_be_deleted_taint,
+)
 from tests.chaos.scenario import IN_PLACE, DaemonSetSpec
 from tests.support.builders import daemonset, node
 
 __all__ = [
     "CHAOS_TAINT",
     "INFRA_TAINT",
+    "add_departing_taint",
+    "delete_with_finalizer",
+    "departing_taint",
     "ds_body",
     "image_of",
     "join_node",
+    "remove_finalizer",
+    "remove_taint",
     "retrying",
     "set_image",
     "set_label",
@@ -33,7 +44,7 @@ __all__ = [
     "set_taint",
 ]
 
-IN_PLACE_ANNOTATION = "dsctl.io/rollingUpdateType"
+IN_PLACE_ANNOTATION = "dsctl.io/rolling-update-type"
 
 T = TypeVar("T")
 
@@ -142,3 +153,60 @@ async def join_node(client: KubeClient, name: str, *, blue: bool) -> None:
     # AlreadyExists: an earlier attempt went through before its answer was lost.
     with contextlib.suppress(errors.AlreadyExists):
         await retrying(lambda: client.create(NODES, body))
+
+
+def departing_taint(kind: str) -> dict[str, Any]:
+    """The taint a departing node carries: ``autoscaler`` (cluster-autoscaler's, valued with the
+    time) or ``karpenter`` (``karpenter.sh/disrupted``)."""
+    return to_be_deleted_taint(time.time()) if kind == "autoscaler" else karpenter_disrupted_taint()
+
+
+async def add_departing_taint(client: KubeClient, name: str, taint: dict[str, Any]) -> None:
+    """Add ``taint`` with a read-modify-write update, as cluster-autoscaler does (409 → read again)."""
+    def change(obj: dict[str, Any]) -> None:
+        spec = obj.setdefault("spec", {})
+        spec["taints"] = [*(t for t in spec.get("taints") or [] if t.get("key") != taint["key"]), dict(taint)]
+    await _modify(client, NODES, name, change)
+
+
+async def remove_taint(client: KubeClient, name: str, key: str, *, deadline: float = 20.0) -> None:
+    """Remove the taints with ``key`` by a JSON patch whose ``test`` of the list read first keeps a
+    concurrent change from being lost: a failed test (422) means read again and retry."""
+    until = time.monotonic() + deadline
+    while True:
+        obj = await retrying(lambda: client.get(NODES, name))
+        taints = (obj.get("spec") or {}).get("taints") or []
+        kept = [t for t in taints if t.get("key") != key]
+        if len(kept) == len(taints):
+            return
+        ops = [{"op": "test", "path": "/spec/taints", "value": taints},
+               {"op": "replace", "path": "/spec/taints", "value": kept}]
+        try:
+            await retrying(partial(client.patch, NODES, name, ops, patch_type="json"))
+            return
+        except errors.Invalid:
+            if time.monotonic() > until:
+                raise
+        await asyncio.sleep(0.05)  # the node changed under the patch: read it again
+
+
+async def delete_with_finalizer(client: KubeClient, name: str) -> None:
+    """Karpenter's way out: the node keeps ``karpenter.sh/termination``, is tainted disrupted, and
+    is deleted; it stays (with a deletionTimestamp) until ``remove_finalizer``."""
+    def change(obj: dict[str, Any]) -> None:
+        meta = obj.setdefault("metadata", {})
+        meta["finalizers"] = [*(f for f in meta.get("finalizers") or [] if f != KARPENTER_TERMINATION_FINALIZER),
+                              KARPENTER_TERMINATION_FINALIZER]
+    await _modify(client, NODES, name, change)
+    await add_departing_taint(client, name, karpenter_disrupted_taint())
+    with contextlib.suppress(errors.NotFound):
+        await retrying(lambda: client.delete(NODES, name))
+
+
+async def remove_finalizer(client: KubeClient, name: str) -> None:
+    """Drop Karpenter's finalizer: kube-apiserver then removes the deleted node."""
+    def change(obj: dict[str, Any]) -> None:
+        meta = obj.setdefault("metadata", {})
+        meta["finalizers"] = [f for f in meta.get("finalizers") or [] if f != KARPENTER_TERMINATION_FINALIZER]
+    with contextlib.suppress(errors.NotFound):
+        await _modify(client, NODES, name, change)

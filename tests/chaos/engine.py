@@ -20,6 +20,7 @@ in ``finally``. The phases:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import tempfile
 import time
@@ -40,7 +41,7 @@ from tests.chaos.faultknobs import FaultKnobs
 from tests.chaos.ledger import DeletionLedger
 from tests.chaos.recount import settle_problems
 from tests.chaos.replicas import Replicas
-from tests.chaos.scenario import Scenario, Step, hits_leases
+from tests.chaos.scenario import NODE_MONITOR_GRACE, Scenario, Step, hits_leases
 from tests.chaos.tokens import TokenRotator
 from tests.support.onewriter import lease_history, one_writer_violations
 from tests.support.poll import eventually
@@ -281,6 +282,44 @@ class _Run:
         await actions.set_label(self.client, step.target, "pool", before)
         self.note(f"end label_flap {step.target}")
 
+    async def _do_kubelet_stop(self, step: Step) -> None:
+        self.checker.exclude(step.target)
+        async with self.admin:
+            await self.sim.set_kubelet(step.target, running=False)
+        await asyncio.sleep(float(step.params["duration"]))  # how long the kubelet stays down
+        async with self.admin:
+            await self.sim.set_kubelet(step.target, running=True)
+        self.note(f"end kubelet_stop {step.target}")
+
+    async def _do_node_shutdown(self, step: Step) -> None:
+        self.checker.exclude(step.target)
+        async with self.admin:
+            await self.sim.shutdown_node(step.target, grace_seconds=float(step.params["grace"]),
+                                         critical_grace_seconds=float(step.params["critical"]))
+        await asyncio.sleep(float(step.params["pause"]))  # the shutdown runs, then the node stays down
+        if step.params["then"] == "delete":
+            with contextlib.suppress(errors.NotFound):
+                await actions.retrying(lambda: self.client.delete(NODES, step.target))
+        else:
+            async with self.admin:
+                await self.sim.set_kubelet(step.target, running=True)
+        self.note(f"end node_shutdown {step.target} ({step.params['then']})")
+
+    async def _do_departing_taint(self, step: Step) -> None:
+        self.checker.exclude(step.target)
+        taint = actions.departing_taint(str(step.params["taint"]))
+        await actions.add_departing_taint(self.client, step.target, taint)
+        await asyncio.sleep(float(step.params["duration"]))  # how long the node looks departing
+        await actions.remove_taint(self.client, step.target, str(taint["key"]))
+        self.note(f"end departing_taint {step.target}")
+
+    async def _do_finalizer_delete(self, step: Step) -> None:
+        self.checker.exclude(step.target)
+        await actions.delete_with_finalizer(self.client, step.target)
+        await asyncio.sleep(float(step.params["duration"]))  # the node stays in deletion this long
+        await actions.remove_finalizer(self.client, step.target)
+        self.note(f"end finalizer_delete {step.target}")
+
     async def _do_notready_flap(self, step: Step) -> None:
         self.checker.exclude(step.target)
         await actions.set_node_ready(self.client, step.target, False)
@@ -377,7 +416,7 @@ async def run_scenario(scenario: Scenario, *, bound: float | None = None,
     began = time.monotonic()
     log(f"chaos {scenario.id} seed={scenario.seed}: replay with `{scenario.replay()}`")
     args = ["--pod-startup-seconds", str(scenario.pod_startup), "--seed", str(scenario.seed),
-            "--bookmark-seconds", "1"]
+            "--bookmark-seconds", "1", "--node-monitor-grace-seconds", str(NODE_MONITOR_GRACE)]
     names = [d.name for d in scenario.daemonsets]
     # Every scenario authenticates with a token file, so a rotation can happen in any of them.
     tokens = TokenRotator()

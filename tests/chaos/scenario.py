@@ -35,11 +35,13 @@ _FIRST_THEMES = (
     "node-join", "node-delete", "taint-flap", "label-flap", "notready-flap", "template-churn", "rollback",
     "strategy-switch", "recreate", "token-rotation", "mixed",
 )
-THEMES = (*_FIRST_THEMES, "apiserver-restart", "lease-faults", "forced-relist")
+_NODE_LIFE_THEMES = ("kubelet-stop", "node-shutdown", "departing")
+THEMES = (*_FIRST_THEMES, "apiserver-restart", "lease-faults", "forced-relist", *_NODE_LIFE_THEMES)
 """Every theme; ``mixed`` draws several faults of any kind."""
 
-CI_THEMES = (*_FIRST_THEMES, "kill", "mixed", "apiserver-restart", "lease-faults", "forced-relist")
-"""The CI-sized run: every theme once, plus a second kill and a second mix (24 scenarios). Themes
+CI_THEMES = (*_FIRST_THEMES, "kill", "mixed", "apiserver-restart", "lease-faults", "forced-relist",
+             *_NODE_LIFE_THEMES)
+"""The CI-sized run: every theme once, plus a second kill and a second mix (27 scenarios). Themes
 added later go last, so the earlier scenarios keep their index and seed."""
 
 FAULT_KINDS = (
@@ -47,6 +49,7 @@ FAULT_KINDS = (
     "kill", "failover", "node_join", "node_delete", "taint_flap", "label_flap", "notready_flap",
     "template_change", "rollback", "strategy_switch", "recreate", "token_rotation", "apiserver_restart",
     "lease_500", "lease_429", "lease_latency", "forced_relist",
+    "kubelet_stop", "node_shutdown", "departing_taint", "finalizer_delete",
 )
 """Step kinds that count as injected faults (``rollout`` steps start the rollouts, not counted)."""
 
@@ -77,12 +80,22 @@ _THEME_KINDS: dict[str, tuple[str, ...]] = {
     "apiserver-restart": ("apiserver_restart",),
     "lease-faults": LEASE_KINDS,
     "forced-relist": ("forced_relist",),
+    "kubelet-stop": ("kubelet_stop",),
+    "node-shutdown": ("node_shutdown",),
+    "departing": ("departing_taint", "finalizer_delete"),
 }
+_NODE_LIFE_KINDS = ("kubelet_stop", "node_shutdown", "departing_taint", "finalizer_delete")
 # Extras mixed into any scenario: everything but the kinds that need two replicas from the start.
 # The CI list draws from the kinds it had before the apiserver restart, so its scenarios stay as
 # they were; the soak draws from all of them but the Lease faults (which need two replicas).
-_EXTRA_KINDS = tuple(k for k in FAULT_KINDS if k not in ("apiserver_restart", "forced_relist", *TWO_REPLICA_KINDS))
+# The node-lifecycle kinds are drawn only by their own themes: mixing them in would change the
+# scenario of every seed (the replayed soak failures included).
+_EXTRA_KINDS = tuple(k for k in FAULT_KINDS
+                     if k not in ("apiserver_restart", "forced_relist", *TWO_REPLICA_KINDS, *_NODE_LIFE_KINDS))
 _LONG_EXTRA_KINDS = (*_EXTRA_KINDS, "apiserver_restart", "forced_relist")
+NODE_MONITOR_GRACE = 1.0
+"""The chaos simulator's ``--node-monitor-grace-seconds``: a stopped kubelet's node turns Unknown
+within the fault window."""
 RELIST_PAGE_SIZE = 4
 """``--list-page-size`` of the controllers in a scenario with a forced relist: chaos clusters hold
 tens of objects, so only small pages make a list span pages and a continue token expire."""
@@ -192,7 +205,7 @@ def _scaled(value: Any, total: int) -> int:
 
 
 IN_PLACE = "inPlace"
-"""Strategy key (not sent as such): the DaemonSet carries ``dsctl.io/rollingUpdateType: InPlaceIfPossible``."""
+"""Strategy key (not sent as such): the DaemonSet carries ``dsctl.io/rolling-update-type: InPlaceIfPossible``."""
 
 
 def _strategy(rng: random.Random, *, allow_on_delete: bool) -> dict[str, Any]:
@@ -303,6 +316,28 @@ class _Builder:
                 if kind == "taint_flap":
                     params["effect"] = rng.choice(["NoSchedule", "NoExecute"])
                 steps.append(Step(self.at(), kind, target=name, params=params))
+        elif kind == "kubelet_stop":
+            name = self.node()
+            if name:
+                # Longer than the node-monitor grace, so the node turns Unknown and its pods not Ready.
+                steps.append(Step(self.at(0.05, 0.6), kind, target=name,
+                                  params={"duration": round(rng.uniform(0.5, 2.5), 2)}))
+        elif kind == "node_shutdown":
+            name = self.node()
+            if name:
+                grace = rng.choice([1.0, 2.0])
+                steps.append(Step(self.at(0.05, 0.6), kind, target=name, params={
+                    "grace": grace, "critical": rng.choice([0.0, 0.5]), "then": rng.choice(["restart", "delete"]),
+                    "pause": round(grace + rng.uniform(0.2, 1.5), 2)}))
+        elif kind == "departing_taint":
+            name = self.node()
+            if name:
+                steps.append(Step(self.at(), kind, target=name, params={
+                    "taint": rng.choice(["autoscaler", "karpenter"]), "duration": duration}))
+        elif kind == "finalizer_delete":
+            name = self.node()
+            if name:
+                steps.append(Step(self.at(), kind, target=name, params={"duration": duration}))
         elif kind == "template_change":
             base = self.at(0.05, 0.5)
             for index in range(rng.randint(2, 3)):

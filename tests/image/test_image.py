@@ -4,7 +4,7 @@ and ``dsctl run`` from inside it reconciling a DaemonSet on a simulated cluster 
 Built with ``make image``'s own code (tools/image_build.py): docker when an engine answers,
 else buildah. Skipped, with the reason, when neither exists. The image is cached in the
 builder's storage under a hash of its inputs, so only a change to the image's inputs pays
-for a cold build (about two and a half minutes on this machine type, see BENCHMARKS.md).
+for a cold build (ADR 0035).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Every start-up failure of the CLI is one line on stderr with the value and a hint, exit code 2,
-and no traceback (issue 14, reproduction 3); bind addresses are checked before any API request.
-Also: ``:PORT`` listens on IPv6 as well as IPv4 (issue 15)."""
+and no traceback; mistakes are reported in the order a user fixes them: flag values, then the
+kubeconfig, then ports another process holds, all before any API request.
+Also: ``:PORT`` listens on IPv6 as well as IPv4."""
 
 from __future__ import annotations
 
@@ -34,6 +35,18 @@ async def _run(*argv: str, timeout: float = 30.0) -> tuple[int, str]:
         await proc.wait()
         raise AssertionError(f"{' '.join(argv)} did not exit") from None
     return proc.returncode or 0, err.decode()
+
+
+def write_kubeconfig(path: Path, server: str) -> Path:
+    """A kubeconfig with one context, ``test``, for a server no test here contacts."""
+    path.write_text(f"""apiVersion: v1
+kind: Config
+clusters: [{{name: c, cluster: {{server: "{server}"}}}}]
+users: [{{name: u, user: {{token: t}}}}]
+contexts: [{{name: test, context: {{cluster: c, user: u}}}}]
+current-context: test
+""")
+    return path
 
 
 def _plain_lines(stderr: str) -> list[str]:
@@ -82,9 +95,35 @@ def busy_port() -> Iterator[int]:
     ],
 )
 async def test_a_bad_bind_address_is_one_line(flag: str, value: str, needles: list[str], tmp_path: Path) -> None:
-    """A malformed or unbindable address: exit 2, one line naming flag and value, before the kubeconfig is read."""
-    code, err = await _run(*DSCTL, "run", "--kubeconfig", str(tmp_path / "never-read"), flag, value)
+    """A malformed or unbindable address: exit 2, one line naming flag and value, before any API request."""
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:1")
+    code, err = await _run(*DSCTL, "run", "--kubeconfig", str(kubeconfig), flag, value)
     _assert_one_line(code, err, flag, *needles)
+
+
+async def test_a_malformed_address_is_told_before_the_kubeconfig_is_read(tmp_path: Path) -> None:
+    """A flag value that cannot parse is the first thing said, even when the kubeconfig is missing too."""
+    code, err = await _run(*DSCTL, "run", "--kubeconfig", str(tmp_path / "missing"),
+                           "--metrics-bind-address", "foo")
+    _assert_one_line(code, err, "--metrics-bind-address", "'foo'")
+
+
+@pytest.mark.parametrize(
+    ("kubeconfig", "context", "needles"),
+    [
+        pytest.param("missing", "", ["missing: file not found"], id="missing-kubeconfig"),
+        pytest.param("kubeconfig", "prod", ["context 'prod' not found (available: test)"], id="unknown-context"),
+    ],
+)
+async def test_the_kubeconfig_is_told_before_a_busy_port(tmp_path: Path, busy_port: int, kubeconfig: str,
+                                                         context: str, needles: list[str]) -> None:
+    """A missing kubeconfig or context is the one line, not the port another process holds."""
+    write_kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:1")
+    argv = [*DSCTL, "run", "--kubeconfig", str(tmp_path / kubeconfig), "--metrics-bind-address",
+            f"127.0.0.1:{busy_port}", "--health-probe-bind-address", "127.0.0.1:0"]
+    code, err = await _run(*argv, *(["--context", context] if context else []))
+    line = _assert_one_line(code, err, "kubeconfig", *needles)
+    assert str(busy_port) not in line
 
 
 @pytest.mark.parametrize("sim", [{"nodes": 1}], indirect=True)

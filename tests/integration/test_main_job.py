@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -48,6 +49,7 @@ def _kubeconfig_of(out: str) -> Path:
 @pytest.mark.parametrize(("example", "name"), [
     pytest.param(None, "nginx", id="default-nginx"),
     pytest.param(EXAMPLES / "node-exporter-ds.yaml", "node-exporter", id="node-exporter"),
+    pytest.param(EXAMPLES / "nginx-dsctl-crd.yaml", "nginx", id="crd-mode-nginx"),
 ])
 async def test_until_converged_exits_0_once_every_daemonset_is_rolled_out(example: Path | None, name: str) -> None:
     """``dsctl sim --nodes 4 --until-converged`` prints where the cluster is, then 4/4 rolled out, and exits 0."""
@@ -57,12 +59,39 @@ async def test_until_converged_exits_0_once_every_daemonset_is_rolled_out(exampl
     code, out, err = await _finish(await _start(*args), within=150)
     assert code == 0, f"exit {code}\n{out}\n{err}"
     assert re.search(r"^simulated cluster: http://127\.0\.0\.1:\d+ with 4 nodes$", out, re.MULTILINE), out
-    assert re.search(r"^try:\s+KUBECONFIG=\S+ \S*kubectl get ds,pods", out, re.MULTILINE), out
+    assert re.search(r"^try:\s+KUBECONFIG=\S+ \S*kubectl get d?ds,pods", out, re.MULTILINE), out
     assert re.search(rf"^daemonset \S+/{name}\s+desired=4 current=4 ready=4 updated=4 available=4\s+rolled out$",
                      out, re.MULTILINE), out
     assert out.rstrip().endswith("all DaemonSets rolled out"), out
     assert "Traceback" not in err, err
     assert not _kubeconfig_of(out).exists(), "the temporary kubeconfig outlived the main job"
+    crd_mode = example is not None and example.name.endswith("-crd.yaml")
+    assert (re.search(r"^mode:\s+CRD \(dsctl\.io/v1 DaemonSets", out, re.MULTILINE) is not None) == crd_mode, out
+
+
+async def test_a_failed_main_job_says_where_its_files_are() -> None:
+    """A run that fails (here: not converged in time) prints the kept folder in one line; it holds sim.log."""
+    args = ["--nodes", "2", "--until-converged", "--timeout", "0.5", "--pod-startup-seconds", "60"]
+    code, out, err = await _finish(await _start(*args), within=60)
+    kept = re.findall(r"^dsctl sim: kept (\S+) \(the simulator's log is sim\.log there\)$", err, re.MULTILINE)
+    try:
+        assert code == 1, f"exit {code}\n{out}\n{err}"
+        assert len(kept) == 1, err
+        assert (Path(kept[0]) / "sim.log").is_file()
+        assert _kubeconfig_of(out).parent == Path(kept[0])
+    finally:
+        for folder in kept:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+async def test_an_example_with_both_kinds_is_one_line(tmp_path: Path) -> None:
+    """apps/v1 and dsctl.io/v1 DaemonSets in one file: refused before any cluster starts, naming both kinds."""
+    mixed = tmp_path / "mixed.yaml"
+    kinds = [(EXAMPLES / name).read_text() for name in ("nginx-ds.yaml", "nginx-dsctl-crd.yaml")]
+    mixed.write_text("\n---\n".join(kinds))
+    code, out, err = await _finish(await _start("--example", str(mixed)), within=30)
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and "holds both apps/v1 and dsctl.io/v1 DaemonSets" in err, err
 
 
 async def test_ctrl_c_stops_the_main_job_and_its_cluster() -> None:

@@ -16,7 +16,7 @@ import pytest
 from dsctl.controller.expectations import Expectations
 from dsctl.controller.podwrites import PodWriter
 from dsctl.controller.recorder import EventRecorder
-from dsctl.daemonset.plan import Plan
+from dsctl.daemonset.podplan import Plan
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import CONTROLLER_REVISIONS, DAEMONSETS, NAMESPACES, PODS

@@ -1,5 +1,5 @@
 """The command line and its configuration: help texts, ``DSCTL_*`` environment twins, and the
-README's configuration table, all against the one source of truth, ``Settings``.
+command-line reference's configuration table, all against the one source of truth, ``Settings``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from tests.support.controllerproc import ControllerProcess
 from tests.support.poll import eventually
 from tests.support.simproc import SimProcess
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+CLI_REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "cli.md"
 DSCTL = str(Path(sys.executable).parent / "dsctl")
 FIELDS = dataclasses.fields(Settings)
 
@@ -149,13 +149,13 @@ def _plain_lines(stderr: str) -> list[str]:
     return out
 
 
-def _readme_table() -> str:
-    lines = README.read_text().splitlines()
+def _reference_table() -> str:
+    lines = CLI_REFERENCE.read_text().splitlines()
     start = lines.index("| flag | env | default | meaning |")
     end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
     return "\n".join(lines[start:end])
 
 
-def test_readme_configuration_table_is_settings_table() -> None:
-    """The README's configuration table is exactly settings_table()."""
-    assert _readme_table() == settings_table()
+def test_reference_configuration_table_is_settings_table() -> None:
+    """The command-line reference's configuration table is exactly settings_table()."""
+    assert _reference_table() == settings_table()

@@ -2,7 +2,7 @@
 
 ``/metrics`` must be valid Prometheus text (``promtool check metrics``, from Debian's
 ``prometheus`` package, which ``.ci/ensure-promtool`` installs) and carry the families the
-README lists, with per-DaemonSet gauges that match the DaemonSet's ``.status``. The probes are
+metrics reference lists, with per-DaemonSet gauges that match the DaemonSet's ``.status``. The probes are
 driven by the simulator's latency faults: a slow ``list`` keeps caches unsynced (``/readyz``
 red), a slow status ``update`` holds one sync past ``--stuck-sync-seconds`` (``/healthz`` red).
 """

@@ -81,6 +81,27 @@ async def test_partition_keeps_the_last_nodes_by_name_old(sim: SimProcess, kube:
     await eventually(lambda: settled(kube, dict.fromkeys(nodes, V2)), message="rollout finished")
 
 
+@pytest.mark.parametrize("sim", [{"nodes": 4}], indirect=True)
+async def test_rollout_status_says_what_holds_the_rollout(sim: SimProcess, kube: KubeClient,
+                                                         controller: ControllerProcess) -> None:
+    """``dsctl rollout status`` names the partition that holds a rollout and how many pods it keeps back."""
+    nodes = [f"node-{i}" for i in range(4)]
+    await kube.create(DAEMONSETS, daemonset("agent", image=V1, strategy=rolling(max_unavailable=4)),
+                      namespace="default")
+    await eventually(lambda: settled(kube, dict.fromkeys(nodes, V1)), message="first rollout")
+    await sim.kubectl("annotate", "ds", "agent", "dsctl.io/partition=1")
+    await sim.kubectl("set", "image", "ds/agent", f"agent={V2}")
+
+    async def status() -> str | None:
+        out = (await rollout(sim, "status", "ds/agent", "--no-watch")).stdout
+        return out if "RolloutHeld" in out and "3 out of 4 new pods" in out else None
+
+    out = await eventually(status, timeout=30, interval=0.5, message="rollout status naming the partition")
+    assert out.splitlines()[0] == 'Waiting for daemon set "agent" rollout to finish: 3 out of 4 new pods have been ' \
+                                  "updated..."
+    assert "is held by partition 1 (dsctl.io/partition): 1 of 4 pods are held on older revisions." in out
+
+
 @pytest.mark.parametrize("sim", [{"nodes": 6}], indirect=True)
 async def test_pause_holds_a_rollout_half_way_and_new_nodes_still_get_pods(sim: SimProcess, kube: KubeClient,
                                                                          controller: ControllerProcess) -> None:

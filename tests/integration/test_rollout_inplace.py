@@ -20,7 +20,7 @@ from tests.support.poll import eventually
 from tests.support.simproc import SimProcess
 
 V1, V2 = "registry.example/agent:1.0", "registry.example/agent:2.0"
-IN_PLACE = {"dsctl.io/rollingUpdateType": "InPlaceIfPossible"}
+IN_PLACE = {"dsctl.io/rolling-update-type": "InPlaceIfPossible"}
 CRD_FILE = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "daemonsets.dsctl.io.yaml"
 
 
@@ -61,7 +61,7 @@ async def test_image_change_is_patched_in_place_over_50_nodes(
     await kube.create(DAEMONSETS, daemonset("agent", image=V1, strategy=rolling(max_unavailable="10%")),
                       namespace="default")
     await eventually(lambda: _running(kube, V1, 50), timeout=60, message="first rollout")
-    await sim.kubectl("annotate", "ds", "agent", "dsctl.io/rollingUpdateType=InPlaceIfPossible")
+    await sim.kubectl("annotate", "ds", "agent", "dsctl.io/rolling-update-type=InPlaceIfPossible")
     before = await _pods_by_uid(kube)
     async with RolloutObserver(kube, "agent") as obs:
         await sim.kubectl("set", "image", "ds/agent", f"agent={V2}")

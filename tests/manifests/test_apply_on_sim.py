@@ -1,10 +1,10 @@
 """The CRD and the examples, applied with kubectl against `dsctl sim serve`.
 
 The simulator stands in for a cluster: kubectl discovers its API, downloads its OpenAPI
-for client-side validation, and reads objects back, so these tests catch a CRD or an
-example that only looks right on paper. The simulator serves only what a DaemonSet
-controller touches (no RBAC, Deployments, Services or PDBs), so the rest of the base is
-checked by schema in test_kustomize.py instead.
+for validation and patching, and reads objects back, so these tests catch a CRD or an
+example that only looks right on paper. The simulator stores the base's other kinds
+(RBAC, the Deployment, the Service) without acting on them, so the whole base applies;
+their schemas are checked in test_kustomize.py.
 """
 
 from __future__ import annotations
@@ -123,3 +123,42 @@ def test_get_dds_prints_the_apps_v1_columns(kubectl: str, sim_kubeconfig: Path) 
     ours = kubectl_on(kubectl, sim_kubeconfig, "get", "dds", "-n", "default").splitlines()[0].split()
     builtin = kubectl_on(kubectl, sim_kubeconfig, "get", "daemonsets.apps", "-n", "default").splitlines()[0]
     assert ours == builtin.split()
+
+
+def kubectl_stdin(kubectl: str, kubeconfig: Path, text: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """kubectl with ``text`` on stdin; the result, whatever the exit code."""
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    return subprocess.run([kubectl, *args], input=text, capture_output=True, text=True, timeout=60, env=env,
+                          check=False)
+
+
+def test_the_whole_base_applies_then_a_crd_mode_example(kubectl: str, sim_kubeconfig: Path) -> None:
+    """`kubectl apply -k manifests/` passes strict validation, then a dsctl.io/v1 example applies and updates."""
+    out = kubectl_on(kubectl, sim_kubeconfig, "apply", "-k", str(MANIFESTS))
+    for applied in ("customresourcedefinition.apiextensions.k8s.io/daemonsets.dsctl.io", "serviceaccount/dsctl",
+                    "clusterrole.rbac.authorization.k8s.io/dsctl", "deployment.apps/dsctl", "service/dsctl-metrics"):
+        assert applied in out, out
+    example = (EXAMPLES / "nginx-dsctl-crd.yaml").read_text().replace("name: nginx\n", "name: whole-base\n", 1)
+    first = kubectl_stdin(kubectl, sim_kubeconfig, example, "apply", "-f", "-")
+    assert first.returncode == 0 and "daemonset.dsctl.io/whole-base created" in first.stdout, first.stderr
+    second = kubectl_stdin(kubectl, sim_kubeconfig, example.replace("nginx:1.27", "nginx:1.28"), "apply", "-f", "-")
+    assert second.returncode == 0 and "daemonset.dsctl.io/whole-base configured" in second.stdout, second.stderr
+    assert "warning" not in second.stderr.lower()
+    stored = get_json(kubectl, sim_kubeconfig, "dds", "whole-base", "-n", "default")
+    assert stored["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.28"
+
+
+def test_the_crd_schema_is_in_openapi_v2(kubectl: str, sim_kubeconfig: Path) -> None:
+    """`kubectl explain` reading OpenAPI v2 (protobuf) walks the CRD's fields, as on a cluster."""
+    kubectl_on(kubectl, sim_kubeconfig, "apply", "-k", str(MANIFESTS / "crd"))
+    out = kubectl_on(kubectl, sim_kubeconfig, "explain", "daemonsets.dsctl.io.spec.updateStrategy",
+                     "--output=plaintext-openapiv2")
+    assert "VERSION:  dsctl.io/v1" in out and "rollingUpdate" in out
+
+
+def test_a_kind_the_simulator_does_not_serve_gets_kubectls_usual_error(kubectl: str, sim_kubeconfig: Path) -> None:
+    """A ConfigMap is refused with "no matches for kind", not "failed to download openapi"."""
+    result = kubectl_stdin(kubectl, sim_kubeconfig, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
+                           "apply", "-f", "-")
+    assert result.returncode != 0
+    assert 'no matches for kind "ConfigMap"' in result.stderr and "openapi" not in result.stderr

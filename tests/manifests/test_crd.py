@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from dsctl.daemonset.extensions import EXTENSION_FIELDS, ExtensionField
 from tests.manifests.conftest import CRD_FILE, K8S_VERSION, MANIFESTS, load_yaml
 from tests.manifests.crdschema import crd_schema, structural_problems
 
@@ -227,3 +228,9 @@ def test_structural_checker_flags(schema: dict[str, Any], complaint: str) -> Non
     """The structural-rule checker itself catches each kind of violation it claims to."""
     problems = structural_problems(schema)
     assert any(complaint in p for p in problems), problems
+
+
+@pytest.mark.parametrize("field", [pytest.param(f, id=f.name) for f in EXTENSION_FIELDS])
+def test_every_extension_field_is_in_the_crd(crd: dict[str, Any], field: ExtensionField) -> None:
+    """Each field of ``EXTENSION_FIELDS`` exists in the CRD schema at its ``crd_path``."""
+    assert f".{field.crd_path}" in set(property_paths(crd_schema(crd)))

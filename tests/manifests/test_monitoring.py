@@ -1,10 +1,13 @@
 """The observability pack (manifests/monitoring): alert rules checked and unit-tested with
 promtool, every alert with a runbook section, the dashboard equal to its generator's output,
-and every metric the rules and the dashboard name exported by the real controller.
+every metric the rules and the dashboard name exported by the real controller, and the metrics
+reference (docs/reference/metrics.md, generated offline by tools/docgen.py) naming exactly the
+families the live controller serves.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import os
@@ -24,6 +27,7 @@ from tests.support.builders import daemonset
 from tests.support.controllerproc import ControllerProcess
 from tests.support.poll import eventually
 from tests.support.simproc import SimProcess
+from tools import docgen
 
 MONITORING = MANIFESTS / "monitoring"
 RULE_FILE = MONITORING / "prometheusrule.yaml"
@@ -231,6 +235,11 @@ def exported_series(text: str) -> set[str]:
     return names
 
 
+def _family_base(name: str) -> str:
+    """A family's name without the ``_total`` or ``_info`` its samples carry."""
+    return re.sub(r"_(total|info)$", "", name)
+
+
 _LEADER = ["--leader-elect", "--leader-elect-namespace", "default", "--leader-elect-lease-duration", "3",
            "--leader-elect-renew-deadline", "2", "--leader-elect-retry-period", "0.5"]
 
@@ -244,14 +253,19 @@ async def test_every_metric_named_is_exported_by_the_controller() -> None:
                                          json=daemonset("agent"))
         assert status == 201, body
 
-        async def scraped() -> set[str] | None:
+        async def scraped() -> tuple[set[str], str] | None:
             code, text = await ctl.get("/metrics")
             names = exported_series(text) if code == 200 else set()
             ready = {"dsctl_daemonset_status_number_available", "workqueue_queue_duration_seconds_bucket",
                      "leader_election_master_status"}
-            return names if ready <= names else None
+            return (names, text) if ready <= names else None
 
-        exported = await eventually(scraped, timeout=60, interval=0.3, message="a synced DaemonSet in /metrics")
+        exported, text = await eventually(scraped, timeout=60, interval=0.3,
+                                          message="a synced DaemonSet in /metrics")
+    served = {_family_base(f.name) for f in text_string_to_metric_families(text)}
+    documented = {_family_base(f.name) for f in await asyncio.to_thread(docgen.metric_families)}
+    assert served == documented, f"served, not in the reference: {served - documented}; " \
+                                 f"in the reference, not served: {documented - served}"
     used = referenced_metrics()
     missing = {name: sorted(where) for name, where in used.items()
                if name not in exported and name not in SCRAPE_SERIES | NOT_YET_EXPORTED}

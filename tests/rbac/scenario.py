@@ -173,7 +173,7 @@ async def _on_delete_story(kube: KubeClient) -> None:
 async def _in_place_story(kube: KubeClient) -> None:
     # rollingUpdateType InPlaceIfPossible: an image change is a live get and a patch of the pod.
     body = daemonset("inplace", image=IMAGE.format("a"), node_selector={"kubernetes.io/hostname": "node-0"})
-    body["metadata"]["annotations"] = {"dsctl.io/rollingUpdateType": "InPlaceIfPossible"}
+    body["metadata"]["annotations"] = {"dsctl.io/rolling-update-type": "InPlaceIfPossible"}
     await kube.create(DAEMONSETS, body, namespace="default")
     await _until(lambda: _converged(kube, "inplace", nodes=1), "inplace converged")
     await _set_image(kube, "inplace", IMAGE.format("b"))

@@ -15,7 +15,7 @@ import yaml
 
 __all__ = ["CRD_FILE", "write_crd_without_rules"]
 
-CRD_FILE = Path(__file__).resolve().parents[1] / "manifests" / "crd" / "daemonsets.dsctl.io.yaml"
+CRD_FILE = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "daemonsets.dsctl.io.yaml"
 
 
 _ADDED_WITH_RULES = {"x-kubernetes-validations", "maxLength", "maxItems", "maxProperties"}

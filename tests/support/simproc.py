@@ -28,6 +28,10 @@ Helpers (all async unless noted):
   ``seq, time, method, path, verb, group, resource, subresource, namespace, name, code,
   user_agent, latency_ms``; pass the returned ``next`` as the following ``since``.
 - ``stats()``: resourceVersion, object counts per type, open watches, injected faults.
+- ``set_kubelet(node, running=False)`` stops a node's kubelet (``True`` starts it again);
+  ``kubelet(node)`` reads its state; ``shutdown_node(node, grace_seconds=3,
+  critical_grace_seconds=1)`` begins the kubelet's graceful node shutdown. The node turns
+  Unknown ``--node-monitor-grace-seconds`` after its kubelet stops.
 - ``request(method, path, json=None, ...)`` -> ``(status, body)`` for raw API calls.
 - ``kubectl(*args, check=True, timeout=60, input=None)`` runs the kubectl next to the test
   interpreter against this cluster.
@@ -264,6 +268,27 @@ class SimProcess:
     async def stats(self) -> dict[str, Any]:
         """Object counts, resourceVersion, open watches, injected faults."""
         out: dict[str, Any] = await self._admin("GET", "/sim/stats")
+        return out
+
+    async def kubelet(self, node: str) -> dict[str, Any]:
+        """The node's kubelet: ``{"node", "running", "stoppedAt", "shuttingDown"}``."""
+        out: dict[str, Any] = await self._admin("GET", f"/sim/nodes/{node}/kubelet")
+        return out
+
+    async def set_kubelet(self, node: str, *, running: bool) -> dict[str, Any]:
+        """Stop or start the node's kubelet (see ``dsctl_sim.process.SimAdmin.set_kubelet``)."""
+        out: dict[str, Any] = await self._admin("PUT", f"/sim/nodes/{node}/kubelet", json={"running": running})
+        return out
+
+    async def shutdown_node(self, node: str, *, grace_seconds: float | None = None,
+                            critical_grace_seconds: float | None = None) -> dict[str, Any]:
+        """Begin the node's graceful shutdown; its kubelet stops at the end."""
+        body: dict[str, float] = {}
+        if grace_seconds is not None:
+            body["shutdownGracePeriodSeconds"] = grace_seconds
+        if critical_grace_seconds is not None:
+            body["shutdownGracePeriodCriticalPodsSeconds"] = critical_grace_seconds
+        out: dict[str, Any] = await self._admin("POST", f"/sim/nodes/{node}/shutdown", json=body)
         return out
 
     async def kubectl(

@@ -4,8 +4,11 @@ Loops, one module each, all level-triggered workers over a shared storage change
 
 - ``scheduler``: binds pending pods (node affinity, nodeSelector, taints, cordon).
 - ``kubelet``: Pending → Running → Ready after a delay; graceful termination; ``sim.dsctl.io/*``
-  knobs (``podstatus`` builds the statuses).
-- ``nodelifecycle``: node conditions and cordon become ``node.kubernetes.io/*`` taints.
+  knobs (``podstatus`` builds the statuses); a node's kubelet can stop, and can shut its node
+  down gracefully (``nodeshutdown``, ``nodestatus``).
+- ``nodelifecycle``: a silent kubelet (``heartbeat``) turns its node Unknown, a node that is not
+  Ready gets its pods marked not Ready, and node conditions and cordon become
+  ``node.kubernetes.io/*`` taints.
 - ``taintmanager``: evicts pods that do not tolerate a node's NoExecute taints.
 - ``gc``: ownerReference cascading deletion (background, foreground, orphan).
 - ``podgc``: removes pods of deleted nodes.

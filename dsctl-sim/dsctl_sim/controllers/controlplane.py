@@ -20,9 +20,10 @@ from dsctl_sim.controllers.disruption import DisruptionController
 from dsctl_sim.controllers.events import EventRecorder
 from dsctl_sim.controllers.feeds import Feeds
 from dsctl_sim.controllers.gc import GarbageCollector
+from dsctl_sim.controllers.heartbeat import Heartbeats
 from dsctl_sim.controllers.kubelet import Kubelet
 from dsctl_sim.controllers.namespaces import NamespaceController
-from dsctl_sim.controllers.nodelifecycle import NodeLifecycle
+from dsctl_sim.controllers.nodelifecycle import DEFAULT_GRACE_SECONDS, NodeLifecycle
 from dsctl_sim.controllers.podgc import PodGC
 from dsctl_sim.controllers.scheduler import Scheduler
 from dsctl_sim.controllers.taintmanager import TaintManager
@@ -65,6 +66,7 @@ class ControlPlane:
     storage: Storage
     clock: Clock
     feeds: Feeds
+    heartbeats: Heartbeats = field(default_factory=Heartbeats)
     scheduler: Scheduler | None = None
     kubelet: Kubelet | None = None
     node_lifecycle: NodeLifecycle | None = None
@@ -146,6 +148,7 @@ def start_control_plane(
     orphan_pod_delay: float = 0.5,
     events: bool = True,
     registry_poll_seconds: float = 0.2,
+    node_monitor_grace_seconds: float = DEFAULT_GRACE_SECONDS,
 ) -> ControlPlane:
     """Build and start the simulated control-plane loops over ``storage``.
 
@@ -157,6 +160,8 @@ def start_control_plane(
     type (a CRD) starts being garbage-collected. ``namespaces`` runs the namespace controller
     (without it, a deleted namespace stays ``Terminating``). ``disruption`` keeps
     PodDisruptionBudget status current (without it, evictions under a budget get 429).
+    ``node_monitor_grace_seconds`` is how long a stopped kubelet's node stays as it was before
+    the node lifecycle marks it Unknown (kube-controller-manager's ``--node-monitor-grace-period``).
     """
     clock = clock or RealClock()
     feeds = Feeds(storage, registry_poll_seconds=registry_poll_seconds)
@@ -165,7 +170,13 @@ def start_control_plane(
         EventRecorder(storage, clock=clock, component="default-scheduler") if events else None
     )
     if node_lifecycle:
-        plane.node_lifecycle = NodeLifecycle(storage, clock=clock)
+        plane.node_lifecycle = NodeLifecycle(
+            storage,
+            clock=clock,
+            heartbeats=plane.heartbeats,
+            grace_seconds=node_monitor_grace_seconds,
+            recorder=EventRecorder(storage, clock=clock, component="node-controller") if events else None,
+        )
         eviction_events = (
             EventRecorder(storage, clock=clock, component="taint-eviction-controller")
             if events
@@ -180,6 +191,8 @@ def start_control_plane(
             clock=clock,
             pod_startup_seconds=pod_startup_seconds,
             max_termination_seconds=max_termination_seconds,
+            heartbeats=plane.heartbeats,
+            recorder=EventRecorder(storage, clock=clock, component="kubelet") if events else None,
         )
     if garbage_collector:
         plane.garbage_collector = GarbageCollector(storage, clock=clock)

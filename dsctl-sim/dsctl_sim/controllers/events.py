@@ -24,6 +24,10 @@ __all__ = ["EventRecorder"]
 
 log = structlog.get_logger(__name__)
 
+# One counter for every recorder: several components (scheduler, kubelet, node controller) may
+# report on the same object in the same nanosecond of a fake clock, and names must not clash.
+_SERIAL = itertools.count()
+
 
 class EventRecorder:
     """Writes ``v1 Event`` objects about objects, at most ``rate`` per second (``burst`` at once).
@@ -47,7 +51,6 @@ class EventRecorder:
         self._burst = float(burst)
         self._tokens = float(burst)
         self._last = clock.now()
-        self._serial = itertools.count()
         self.dropped = 0
         self.written = 0
 
@@ -78,7 +81,7 @@ class EventRecorder:
         namespace = str(m.get("namespace") or "default")
         now = self._clock.now()
         stamp = format_rfc3339(now)
-        name = f"{m.get('name')}.{int(now * 1e9):x}{next(self._serial):x}"
+        name = f"{m.get('name')}.{int(now * 1e9):x}{next(_SERIAL):x}"
         involved: dict[str, Any] = {
             "apiVersion": api_version,
             "kind": kind,

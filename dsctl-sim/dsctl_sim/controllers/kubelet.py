@@ -9,6 +9,18 @@ shows the new image, and the pod is Ready again one startup delay after the rest
 finishes graceful deletion: once a deleted pod's grace period (capped sim-wide so tests stay
 quick) has passed it is removed with grace 0.
 
+Each node's kubelet can be stopped and started again (``set_running``) and can go through a
+graceful node shutdown (``shutdown``), as ADR 0100 and ADR 0101 describe; ``kubeletnodes``
+keeps that per-node state, and this loop consults it for every pod:
+
+- a stopped kubelet does nothing for its node: its pods keep their last status, Pending pods
+  stay Pending, deleted pods stay Terminating (only a force delete removes them), and no
+  heartbeat arrives, so the node lifecycle loop marks the node Unknown after its grace period.
+  Started again, it posts node status (Ready True) and resumes every pod where it left off;
+- a graceful shutdown posts Ready False (``node is shutting down``), rejects every new pod,
+  kills the admitted pods by priority group (their status Failed, ``DisruptionTarget``), and
+  then stops the kubelet.
+
 Time-based transitions are timers on the injected clock, one heap entry per pod, never a task
 per pod. The per-pod memory is one small record holding the pod's uid, when the kubelet started
 it, when it saw the deletion, and the pending timer.
@@ -16,6 +28,7 @@ it, when it saw the deletion, and the pending timer.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +36,11 @@ import structlog
 
 from dsctl_api.timefmt import parse_rfc3339
 from dsctl_sim.controllers.clock import Clock, TimerHandle
+from dsctl_sim.controllers.events import EventRecorder
 from dsctl_sim.controllers.feeds import Feeds
+from dsctl_sim.controllers.heartbeat import Heartbeats
+from dsctl_sim.controllers.kubeletnodes import NodeAgents
+from dsctl_sim.controllers.nodeshutdown import rejected_status, terminated_status
 from dsctl_sim.controllers.podstatus import (
     ANN_FAIL_AFTER,
     ANN_NEVER_READY,
@@ -72,6 +89,8 @@ class Kubelet(WorkLoop[PodKey]):
     """Runs pods on every node. See the module docstring for the lifecycle it drives.
 
     Keys are pod keys (``namespace/name``); ``sync`` re-reads the pod and its node each time.
+    ``nodes`` is the per-node kubelet state the admin API drives (``set_running``, ``shutdown``,
+    ``agent_status``, which never await).
     """
 
     name = "kubelet"
@@ -83,9 +102,12 @@ class Kubelet(WorkLoop[PodKey]):
         clock: Clock,
         pod_startup_seconds: float,
         max_termination_seconds: float,
+        heartbeats: Heartbeats | None = None,
+        recorder: EventRecorder | None = None,
     ) -> None:
         super().__init__(clock=clock)
         self._storage = storage
+        self._recorder = recorder
         self._default_startup = max(0.0, pod_startup_seconds)
         self._max_grace = max(0.0, max_termination_seconds)
         self._records: dict[PodKey, _Record] = {}
@@ -93,6 +115,8 @@ class Kubelet(WorkLoop[PodKey]):
         self._node_ready: dict[str, bool] = {}
         self._node_startup: dict[str, float | None] = {}
         self._ip_serial: dict[str, int] = {}
+        self.nodes = NodeAgents(storage, self, clock=clock, heartbeats=heartbeats or Heartbeats(),
+                                recorder=recorder, max_grace=self._max_grace)
 
     def register(self, feeds: Feeds) -> None:
         """Listen to pod and node changes."""
@@ -100,8 +124,11 @@ class Kubelet(WorkLoop[PodKey]):
         feeds.on("nodes", self._on_node)
 
     def stats(self) -> dict[str, int]:
-        """Work counters plus how many pods the kubelet is tracking."""
-        return {**super().stats(), "pods": len(self._records)}
+        """Work counters plus how many pods the kubelet is tracking and how many nodes' kubelets
+        are stopped or shutting down."""
+        stopped, shutting_down = self.nodes.counts()
+        return {**super().stats(), "pods": len(self._records), "stopped": stopped,
+                "shutting_down": shutting_down}
 
     def close(self) -> None:
         """Cancel every pod's pending timer."""
@@ -120,6 +147,7 @@ class Kubelet(WorkLoop[PodKey]):
             record = self._records.pop(key, None)
             if record is not None and record.timer is not None:
                 record.timer.cancel()
+            self.nodes.kill_done(node, key)
             return
         if not node:
             return
@@ -136,6 +164,7 @@ class Kubelet(WorkLoop[PodKey]):
             self._node_ready.pop(name, None)
             self._node_startup.pop(name, None)
             self._ip_serial.pop(name, None)
+            self.nodes.forget(name)
             return
         # A node without a Ready condition counts as Ready: nodes created bare (by a test or
         # by kubectl) have no kubelet to report one, and the sim treats them as healthy.
@@ -147,6 +176,35 @@ class Kubelet(WorkLoop[PodKey]):
         if changed or event_type == "ADDED":
             for key in self._by_node.get(name, ()):
                 self.enqueue(key)
+
+    # -- per-node kubelet state: the admin API's calls, and kubeletnodes.PodHost ----------
+
+    def set_running(self, node: str, *, running: bool) -> dict[str, Any]:
+        """Stop or start the kubelet of ``node`` (see ``NodeAgents.set_running``)."""
+        return self.nodes.set_running(node, running=running)
+
+    def shutdown(self, node: str, *, grace_seconds: float, critical_seconds: float) -> dict[str, Any]:
+        """Begin a graceful shutdown of ``node`` (see ``NodeAgents.shutdown``)."""
+        return self.nodes.shutdown(node, grace_seconds=grace_seconds, critical_seconds=critical_seconds)
+
+    def agent_status(self, node: str) -> dict[str, Any]:
+        """The kubelet state of ``node`` (see ``NodeAgents.agent_status``)."""
+        return self.nodes.agent_status(node)
+
+    def pods_on(self, node: str) -> Iterable[PodKey]:
+        """Keys of the pods bound to ``node`` (a copy: callers may enqueue while iterating)."""
+        return list(self._by_node.get(node, ()))
+
+    def admitted(self, key: PodKey) -> bool:
+        """Whether this kubelet has started the pod."""
+        record = self._records.get(key)
+        return record is not None and record.started_at is not None
+
+    def pause(self, key: PodKey) -> None:
+        """Cancel the pod's pending timer."""
+        record = self._records.get(key)
+        if record is not None:
+            self._arm(key, record, None)
 
     # -- the sync -------------------------------------------------------------------------
 
@@ -162,6 +220,8 @@ class Kubelet(WorkLoop[PodKey]):
         node_name = spec.get("nodeName")
         if not node_name:
             return
+        if self.nodes.stopped(node_name):
+            return  # nobody runs this node's pods: they keep their last status
         uid = str(meta.get("uid") or "")
         record = self._records.get(key)
         if record is None or record.uid != uid:
@@ -172,11 +232,15 @@ class Kubelet(WorkLoop[PodKey]):
         now = self.clock.now()
 
         if meta.get("deletionTimestamp"):
+            self.nodes.kill_done(node_name, key)
             self._terminate(key, pod, record, now)
             return
         status = pod.get("status") or {}
         if status.get("phase") in ("Succeeded", "Failed"):
+            self.nodes.kill_done(node_name, key)
             self._forget(key)
+            return
+        if self.nodes.shutting_down(node_name) and self._shut_down_pod(key, pod, record, node_name, now):
             return
         node = self._storage.get("nodes", None, node_name)
         if node is None:
@@ -216,6 +280,28 @@ class Kubelet(WorkLoop[PodKey]):
         due = [t for t in (ready_at, None if fail_after is None else started + fail_after) if t]
         future = [t for t in due if t > now]
         self._arm(key, record, min(future) if future else None)
+
+    def _shut_down_pod(self, key: PodKey, pod: dict[str, Any], record: _Record, node: str, now: float) -> bool:
+        """The shutdown's part in a pod's sync: kill it, or refuse it; True when it handled the pod."""
+        due = self.nodes.kill_due(node, key)
+        if due is not None:
+            if now < due:
+                self._arm(key, record, due)
+                return True
+            if self._write(key, pod, terminated_status(pod, now=now), None):
+                self._forget(key)
+                self.nodes.kill_done(node, key)
+            return True
+        if record.started_at is None:
+            # The node shutdown manager's admit handler refuses every pod while it runs.
+            if not self._write(key, pod, rejected_status(pod, now=now), None):
+                return True
+            self._forget(key)
+            if self._recorder is not None:
+                self._recorder.record(pod, api_version="v1", kind="Pod", event_type="Warning",
+                                      reason="NodeShutdown", message="Pod was rejected as the node is shutting down.")
+            return True
+        return False
 
     def _terminate(self, key: PodKey, pod: dict[str, Any], record: _Record, now: float) -> None:
         meta = pod["metadata"]
@@ -287,18 +373,22 @@ class Kubelet(WorkLoop[PodKey]):
 
     def _write(
         self, key: PodKey, pod: dict[str, Any], status: dict[str, Any], record: _Record | None
-    ) -> None:
+    ) -> bool:
+        """Write the pod's status; False when it was not written (the pod is synced again)."""
         try:
             stored = self._storage.update("pods", status_update(pod, status), subresource="status")
         except Conflict:
             self.enqueue(key)
+            return False
         except NotFound:
             self._forget(key)
+            return False
         except StorageError as err:
             log.warning("sim_kubelet_status_rejected", pod=key, error=str(err))
-        else:
-            if record is not None:
-                record.written_rv = stored["metadata"]["resourceVersion"]
+            return False
+        if record is not None:
+            record.written_rv = stored["metadata"]["resourceVersion"]
+        return True
 
 
 def _recover_restart(status: dict[str, Any], now: float) -> float | None:

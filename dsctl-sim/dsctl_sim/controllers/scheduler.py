@@ -93,9 +93,7 @@ def _reject_reason(spec: Mapping[str, Any], node: Mapping[str, Any]) -> str | No
         return _AFFINITY_MISMATCH
     taint = find_untolerated(node_spec.get("taints"), tolerations, _BLOCKING_EFFECTS)
     if taint is not None:
-        value = taint.get("value")
-        shown = f"{taint.get('key')}: {value}" if value else str(taint.get("key"))
-        return f"node(s) had untolerated taint {{{shown}}}"
+        return f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value') or ''}}}"
     return None
 
 

@@ -16,6 +16,9 @@ or anything with ``group``, ``version``, ``kind``, ``plural``, ``namespaced``, `
 - ``openapi_v3_root(resources)`` → ``/openapi/v3``; ``openapi_v3_doc(resources, group, version)``
   → ``/openapi/v3/apis/<g>/<v>`` (``group=""`` for ``api/v1``). Enough for strict
   ``kubectl apply`` of built-in kinds and custom resources.
+- ``openapi_v2_doc(resources)`` → ``/openapi/v2`` as JSON; ``openapi_v2_protobuf(doc)`` → the
+  same as the protobuf message kubectl asks for (``wants_protobuf(accept)``), served as
+  ``OPENAPI_V2_PROTOBUF``.
 - ``to_table(resource, objects, now, *, include_object="Metadata", include_headers=True,
   printer_columns=None)`` → ``meta.k8s.io/v1`` Table with kubectl's columns; ``now`` is epoch
   seconds; ``printer_columns`` are the CRD version's ``additionalPrinterColumns``.
@@ -30,11 +33,15 @@ from dsctl_sim.discovery.apis import (
     api_versions,
 )
 from dsctl_sim.discovery.openapi import openapi_v3_doc, openapi_v3_root
+from dsctl_sim.discovery.openapiv2 import PROTOBUF_CONTENT_TYPE as OPENAPI_V2_PROTOBUF
+from dsctl_sim.discovery.openapiv2 import openapi_v2_doc, wants_protobuf
+from dsctl_sim.discovery.openapiv2 import to_protobuf as openapi_v2_protobuf
 from dsctl_sim.discovery.printers import human_duration
 from dsctl_sim.discovery.tables import jsonpath_first, to_table
 
 __all__ = [
     "AGGREGATED_CONTENT_TYPE",
+    "OPENAPI_V2_PROTOBUF",
     "aggregated_discovery",
     "api_group",
     "api_group_list",
@@ -42,7 +49,10 @@ __all__ = [
     "api_versions",
     "human_duration",
     "jsonpath_first",
+    "openapi_v2_doc",
+    "openapi_v2_protobuf",
     "openapi_v3_doc",
     "openapi_v3_root",
     "to_table",
+    "wants_protobuf",
 ]

@@ -32,8 +32,8 @@ AGGREGATED_CONTENT_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGro
 
 # kube-apiserver lists groups by priority, not alphabetically; kubectl resolves an ambiguous
 # plural (``events``) to the first group that serves it, and core always comes first.
-_GROUP_ORDER = ("apps", "events.k8s.io", "policy", "scheduling.k8s.io", "coordination.k8s.io",
-                "apiextensions.k8s.io")
+_GROUP_ORDER = ("apps", "events.k8s.io", "policy", "rbac.authorization.k8s.io", "scheduling.k8s.io",
+                "coordination.k8s.io", "apiextensions.k8s.io")
 
 # (verbs, kind override, (group, version) of that kind) for subresources the simulator serves.
 _SUBRESOURCES: dict[str, tuple[tuple[str, ...], str | None, tuple[str, str] | None]] = {

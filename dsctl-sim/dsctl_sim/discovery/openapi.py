@@ -32,7 +32,7 @@ import orjson
 
 from dsctl_sim.discovery.apis import served_versions
 
-__all__ = ["openapi_v3_doc", "openapi_v3_root", "schema_name"]
+__all__ = ["group_versions", "openapi_v3_doc", "openapi_v3_root", "schema_name"]
 
 _OPENAPI_VERSION = "3.0.0"
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1"
@@ -44,6 +44,7 @@ _BUILTIN_PACKAGES = {
     "policy": "io.k8s.api.policy",
     "scheduling.k8s.io": "io.k8s.api.scheduling",
     "apiextensions.k8s.io": "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions",
+    "rbac.authorization.k8s.io": "io.k8s.api.rbac",
 }
 _PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json")
 
@@ -60,7 +61,8 @@ def _document_path(group: str, version: str) -> str:
     return f"apis/{group}/{version}" if group else f"api/{version}"
 
 
-def _group_versions(resources: Iterable[Any]) -> list[tuple[str, str]]:
+def group_versions(resources: Iterable[Any]) -> list[tuple[str, str]]:
+    """Every served (group, version), core first."""
     pairs = {(rt.group, v) for rt in resources for v in served_versions(rt)}
     return sorted(pairs, key=lambda gv: (gv[0] != "", gv))
 
@@ -69,7 +71,7 @@ def openapi_v3_root(resources: Iterable[Any]) -> dict[str, Any]:
     """``GET /openapi/v3``: one entry per served group-version, URL hashed by content."""
     types = list(resources)
     paths = {}
-    for group, version in _group_versions(types):
+    for group, version in group_versions(types):
         doc = openapi_v3_doc(types, group, version)
         digest = hashlib.sha512(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)).hexdigest().upper()
         path = _document_path(group, version)

@@ -10,7 +10,8 @@ Pure functions, no I/O. The HTTP layer calls one entry point:
     patch, except for ``metadata.finalizers``/``ownerReferences``.
 
 Errors: ``PatchError(ValueError)`` with ``.code`` 400 (malformed body or directive) or 422
-(well-formed but not applicable, e.g. a failing JSON-patch ``test``);
+(well-formed but not applicable; ``JsonPatchNotApplicable`` for a JSON patch, e.g. a failing
+``test``);
 ``UnsupportedPatchType(PatchError)`` with ``.code`` 415 for server-side apply
 (``application/apply-patch+yaml``) and unknown content types.
 
@@ -27,7 +28,7 @@ from dsctl_sim.patch.apply import (
     apply_patch,
     json_merge_patch,
 )
-from dsctl_sim.patch.errors import PatchError, UnsupportedPatchType
+from dsctl_sim.patch.errors import JsonPatchNotApplicable, PatchError, UnsupportedPatchType
 from dsctl_sim.patch.strategic import strategic_merge
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "MERGE_PATCH",
     "STRATEGIC_MERGE_PATCH",
     "SUPPORTED_PATCH_TYPES",
+    "JsonPatchNotApplicable",
     "PatchError",
     "UnsupportedPatchType",
     "apply_patch",

@@ -17,7 +17,7 @@ import jsonpatch
 import jsonpointer
 import orjson
 
-from dsctl_sim.patch.errors import PatchError, UnsupportedPatchType
+from dsctl_sim.patch.errors import JsonPatchNotApplicable, PatchError, UnsupportedPatchType
 from dsctl_sim.patch.strategic import strategic_merge
 
 __all__ = [
@@ -90,9 +90,9 @@ def _json_patch(original: dict[str, Any], body: bytes) -> dict[str, Any]:
     try:
         patched = jsonpatch.JsonPatch(operations).apply(_copy(original))
     except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
-        raise PatchError(f"the JSON patch cannot be applied: {exc}", code=422) from exc
+        raise JsonPatchNotApplicable(f"the JSON patch cannot be applied: {exc}") from exc
     except (KeyError, IndexError, TypeError, ValueError) as exc:
-        raise PatchError(f"the JSON patch cannot be applied: {exc!r}", code=422) from exc
+        raise JsonPatchNotApplicable(f"the JSON patch cannot be applied: {exc!r}") from exc
     return _require_object(patched)
 
 

@@ -8,7 +8,7 @@ to its own ``StorageError`` subclasses; this package stays free of them so it re
 
 from __future__ import annotations
 
-__all__ = ["PatchError", "UnsupportedPatchType"]
+__all__ = ["JsonPatchNotApplicable", "PatchError", "UnsupportedPatchType"]
 
 
 class PatchError(ValueError):
@@ -18,6 +18,16 @@ class PatchError(ValueError):
         super().__init__(message)
         self.message = message
         self.code = code
+
+
+class JsonPatchNotApplicable(PatchError):
+    """A JSON patch whose operations do not apply (a failed ``test``, a missing path): 422.
+
+    kube-apiserver answers it with a generic Invalid status that does not repeat the patch
+    library's message; ``message`` keeps it for the simulator's log."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code=422)
 
 
 class UnsupportedPatchType(PatchError):

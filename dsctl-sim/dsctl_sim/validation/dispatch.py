@@ -44,6 +44,13 @@ class _Rules:
     name_check: NameCheck = check_dns_subdomain
 
 
+def _path_segment(value: str) -> list[str]:
+    """RBAC names (``system:controller:x``): anything that is a safe URL path segment."""
+    if value in (".", ".."):
+        return [f"may not be '{value}'"]
+    return [f"may not contain '{c}'" for c in "/%" if c in value]
+
+
 def _ignoring_old(check: Callable[[Causes, Obj], None]) -> TypeCheck:
     def run(causes: Causes, obj: Obj, old: Obj | None) -> None:
         check(causes, obj)
@@ -63,6 +70,14 @@ _RULES: dict[str, _Rules] = {
     "apiextensions.k8s.io/customresourcedefinitions": _Rules(False, validate_crd),
     "policy/poddisruptionbudgets": _Rules(True, validate_pdb),
     PRIORITY_CLASSES: _Rules(False, validate_priority_class),
+    # Stored without behaviour (``registry.STORED_ONLY``): scope and name rules only.
+    "serviceaccounts": _Rules(True),
+    "services": _Rules(True, name_check=check_dns_label),
+    "apps/deployments": _Rules(True),
+    "rbac.authorization.k8s.io/clusterroles": _Rules(False, name_check=_path_segment),
+    "rbac.authorization.k8s.io/clusterrolebindings": _Rules(False, name_check=_path_segment),
+    "rbac.authorization.k8s.io/roles": _Rules(True, name_check=_path_segment),
+    "rbac.authorization.k8s.io/rolebindings": _Rules(True, name_check=_path_segment),
 }
 
 _STATUS_RULES: dict[str, Callable[[Causes, Obj], None]] = {

@@ -11,9 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dsctl.controller.changes import ChangeLog
 from dsctl.controller.expectations import Expectations
 from dsctl.controller.handlers import Handlers
+from dsctl.controller.planmemory import ChangeLog
+from dsctl.controller.state import RuntimeState
 
 __all__ = ["NS", "Cluster", "RecordingQueue", "ds", "node", "owner_ref", "pod", "revision"]
 
@@ -45,7 +46,7 @@ class RecordingQueue:
 
 @dataclass
 class Cluster:
-    """The caches the handlers read: DaemonSets by key and pods by node, plus the expectations.
+    """The caches the handlers read: DaemonSets by key and pods by node, plus the runtime state.
 
     ``lists`` counts how often the handlers listed the DaemonSets, so a test can show that a
     cheap path (a node heartbeat) did no per-DaemonSet work at all.
@@ -54,9 +55,16 @@ class Cluster:
     daemonsets: list[Obj] = field(default_factory=list)
     pods: list[Obj] = field(default_factory=list)
     queue: RecordingQueue = field(default_factory=RecordingQueue)
-    expectations: Expectations = field(default_factory=lambda: Expectations(clock=lambda: 0.0))
-    changes: ChangeLog = field(default_factory=ChangeLog)
+    state: RuntimeState = field(default_factory=lambda: RuntimeState.create(clock=lambda: 0.0))
     lists: int = 0
+
+    @property
+    def expectations(self) -> Expectations:
+        return self.state.expectations
+
+    @property
+    def changes(self) -> ChangeLog:
+        return self.state.changes
 
     def get(self, key: str) -> Obj | None:
         return next((d for d in self.daemonsets if f"{d['metadata']['namespace']}/{d['metadata']['name']}" == key),
@@ -74,10 +82,10 @@ class Cluster:
         return Handlers(
             ds_kind="DaemonSet", get_daemonset=self.get, list_daemonsets=self.list_daemonsets,
             pods_on_node=self.on_node,
-            expectations=self.expectations, enqueue=self.queue.add, enqueue_after=self.queue.add_after,
+            state=self.state, enqueue=self.queue.add, enqueue_after=self.queue.add_after,
             enqueue_prioritized=self.queue.add_prioritized if prioritized else None,
             priority_of=(lambda d: int(d["spec"]["template"]["spec"].get("priority", 0))) if prioritized else None,
-            changes=self.changes,
+            monotonic=lambda: 0.0,
         )
 
 

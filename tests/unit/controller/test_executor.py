@@ -11,16 +11,15 @@ from typing import Any, cast
 import pytest
 from prometheus_client import CollectorRegistry
 
-from dsctl.controller.backoff import FailedPodBackoff
+from dsctl.controller.backoffstate import FailedPodBackoff
 from dsctl.controller.executor import SyncExecutor
-from dsctl.controller.expectations import Expectations
-from dsctl.controller.inplacewait import PendingPatches
-from dsctl.controller.metrics import StatusMetrics
-from dsctl.controller.outcome import Done, Outcome, Retry, Terminal
+from dsctl.controller.expectations import Expectations, PendingPatches
+from dsctl.controller.metrics import DaemonSetGauges
 from dsctl.controller.podwrites import PodWriter
-from dsctl.controller.progresstracker import ProgressTracker
 from dsctl.controller.recorder import EventRecorder
-from dsctl.controller.statuswriter import StatusWriter
+from dsctl.controller.state import RuntimeState
+from dsctl.controller.statuswriter import StatusMemory, StatusWriter
+from dsctl.controller.workers import Done, Outcome, Retry, Terminal
 from dsctl.controller.writes import WriteSignals
 from dsctl.daemonset import history as hist
 from dsctl.daemonset.eligibility import Eligibility
@@ -28,7 +27,7 @@ from dsctl.daemonset.syncplan import SyncPlan, SyncSnapshot, plan_sync
 from dsctl.kube import errors
 from dsctl.kube.resources import CONTROLLER_REVISIONS, DAEMONSETS, PODS
 from tests.unit.daemonset.objects import DS_UID, T0, make_ds, make_node, make_pod
-from tests.unit.daemonset.test_nodeplan_property import DictView
+from tests.unit.daemonset.test_nodetable_property import DictView
 
 from .fakeclient import FakeClient
 from .test_podwrites import RecordingRecorder
@@ -51,8 +50,8 @@ class Rig:
         self.expectations = Expectations(clock=lambda: 0.0)
         self.clock = 100.0
         status = StatusWriter(client=self.fake.as_client(), resource=DAEMONSETS, signals=signals,
-                              progress=ProgressTracker(recorder=recorder, registry=None), metrics=StatusMetrics(None),
-                              on_written=lambda key, obj: None, wall=lambda: T0, monotonic=lambda: self.clock)
+                              memory=StatusMemory(clock=lambda: self.clock), gauges=DaemonSetGauges(None),
+                              recorder=recorder, wall=lambda: T0)
         self.status_writer = status
         pods = PodWriter(client=self.fake.as_client(), expectations=self.expectations, recorder=recorder,
                          signals=signals)
@@ -211,21 +210,23 @@ async def test_adoption_needs_the_live_owner(live_uid: str, deleting: bool, adop
     assert isinstance(outcome, Done if adopted else Retry)
 
 
-async def test_forgetting_a_daemonset_drops_its_status_memory_and_rollout_gauge() -> None:
-    """``StatusWriter.forget`` (on deletion) clears the last write, its time and the stuck gauge."""
+async def test_forgetting_a_daemonset_drops_its_status_memory_and_gauges() -> None:
+    """``RuntimeState.forget`` (on deletion) clears the last write, its time and every gauge series."""
     registry = CollectorRegistry()
     recorder = cast(EventRecorder, RecordingRecorder())
     fake = FakeClient()
     ds = fake.put(DAEMONSETS, make_ds())
+    state = RuntimeState.create(clock=lambda: 100.0, registry=registry)
     status = StatusWriter(client=fake.as_client(), resource=DAEMONSETS, signals=WriteSignals(recorder=recorder),
-                          progress=ProgressTracker(recorder=recorder, registry=registry), metrics=StatusMetrics(None),
-                          on_written=lambda key, obj: None, wall=lambda: T0, monotonic=lambda: 100.0)
+                          memory=state.status, gauges=state.gauges, recorder=recorder, wall=lambda: T0)
     plan = Rig(ds).plan()
     assert plan.status is not None and plan.history is not None
     await status.write(ds, plan.status, plan.history.hash, writes_ok=True)
     labels = {"namespace": "default", "name": "foo"}
-    assert status.wrote_within(KEY, 1.0)
+    assert state.status.wrote_within(KEY, 1.0)
     assert registry.get_sample_value("dsctl_daemonset_rollout_stuck", labels) == 0
-    status.forget(KEY)
-    assert not status.wrote_within(KEY, 1.0)
+    assert registry.get_sample_value("dsctl_daemonset_status_desired_number_scheduled", labels) == 2
+    state.forget(KEY, DS_UID)
+    assert not state.status.wrote_within(KEY, 1.0)
     assert registry.get_sample_value("dsctl_daemonset_rollout_stuck", labels) is None
+    assert registry.get_sample_value("dsctl_daemonset_status_desired_number_scheduled", labels) is None

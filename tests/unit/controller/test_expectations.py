@@ -77,13 +77,13 @@ def test_set_restarts_expiry() -> None:
     assert not exp.satisfied(KEY)
 
 
-def test_delete_forgets() -> None:
-    """delete drops the record (the DaemonSet is gone)."""
+def test_forget_drops_the_record() -> None:
+    """forget drops the record (the DaemonSet is gone), and forgetting twice is harmless."""
     exp = Expectations(clock=ManualClock())
     exp.set(KEY, adds=5, dels=5)
-    exp.delete(KEY)
-    exp.delete(KEY)
-    assert exp.satisfied(KEY)
+    exp.forget(KEY, "uid")
+    exp.forget(KEY, "uid")
+    assert exp.satisfied(KEY) and not exp.holds(KEY, "uid")
 
 
 def test_expires_in_counts_down_while_unfulfilled() -> None:

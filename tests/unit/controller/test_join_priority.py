@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from dsctl.controller.expectations import Expectations
 from dsctl.controller.handlers import Handlers
 from dsctl.controller.joinorder import JoinOrder
+from dsctl.controller.state import RuntimeState
 from dsctl.daemonset.podpriority import global_default_priority, pod_priority
 
 CLASSES = {"system-node-critical": {"metadata": {"name": "system-node-critical"}, "value": 2000001000},
@@ -60,17 +60,19 @@ def test_node_add_ranks_daemonsets_by_pod_priority() -> None:
     sets: list[Mapping[str, Any]] = [_ds("logs"), _ds("cni", pcn="system-node-critical"), _ds("metrics", priority=5)]
     plain: list[str] = []
     ranked: list[tuple[str, int]] = []
-    wanted: list[tuple[str, list[tuple[str, int]]]] = []
+    state = RuntimeState.create(clock=lambda: 0.0)
     handlers = Handlers(ds_kind="DaemonSet", get_daemonset=lambda key: None, list_daemonsets=lambda: sets,
-                        pods_on_node=lambda node: [], expectations=Expectations(clock=lambda: 0.0),
+                        pods_on_node=lambda node: [], state=state,
                         enqueue=plain.append, enqueue_after=lambda key, delay: None,
                         enqueue_prioritized=lambda key, p: ranked.append((key, p)),
                         priority_of=lambda ds: pod_priority(ds, priority_class=CLASSES.get),
-                        node_wanted=lambda node, wants: wanted.append((node, wants)))
+                        monotonic=lambda: 0.0)
     handlers.on_node_add(_node("n1"))
     expected = [("default/logs", 0), ("default/cni", 2000001000), ("default/metrics", 5)]
     assert ranked == expected and not plain
-    assert wanted == [("n1", expected)]
+    assert state.join_order.deferred("default/logs", 0, ["n1"], now=0.0) == {"n1"}
+    handlers.on_node_delete(_node("n1"))
+    assert not state.join_order.holds_node("n1")
 
 
 @pytest.mark.parametrize(
@@ -108,12 +110,12 @@ def test_join_of_equal_priorities_records_nothing() -> None:
 
 def test_hold_back_drops_deferred_creates_and_requeues() -> None:
     """Creates on a node waiting for a higher priority leave the plan, which comes back soon."""
-    from dsctl.controller.joinorder import RECHECK_SECONDS
-    from dsctl.daemonset.plan import Plan
+    from dsctl.daemonset.podplan import Plan
+    from dsctl.tuning import JOIN_RECHECK_SECONDS
 
     order = JoinOrder()
     order.node_wanted("n1", [("cni", 100), ("logs", 0)], now=0.0)
     plan = order.hold_back("logs", 0, Plan(creates=("n0", "n1")), now=1.0)
-    assert plan.creates == ("n0",) and plan.requeue_after == RECHECK_SECONDS
+    assert plan.creates == ("n0",) and plan.requeue_after == JOIN_RECHECK_SECONDS
     order.synced("cni", started=0.5)
     assert order.hold_back("logs", 0, Plan(creates=("n1",)), now=1.0).creates == ("n1",)

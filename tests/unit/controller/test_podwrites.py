@@ -14,13 +14,14 @@ from typing import Any, cast
 import pytest
 
 from dsctl.controller.expectations import Expectations
-from dsctl.controller.podwrites import SPLICE_FROM, PodWriter
+from dsctl.controller.podwrites import PodWriter
 from dsctl.controller.recorder import EventRecorder
-from dsctl.daemonset.plan import Event, Plan, PodRef
+from dsctl.daemonset.podplan import Event, Plan, PodRef
 from dsctl.daemonset.template import new_pod, pod_factory, target_node
 from dsctl.kube import errors
 from dsctl.kube.encoded import JsonTemplate
 from dsctl.kube.resources import EVENTS, PODS
+from dsctl.tuning import SPLICE_FROM
 from tests.unit.daemonset.objects import make_ds
 
 from .fakeclient import Call, FakeClient

@@ -10,7 +10,6 @@ from typing import Any, cast
 
 from prometheus_client import CollectorRegistry
 
-from dsctl.controller.backoff import FailedPodBackoff
 from dsctl.controller.cacheview import (
     BY_TARGET_NODE,
     ORPHANS_BY_NAMESPACE,
@@ -18,23 +17,20 @@ from dsctl.controller.cacheview import (
     by_target_node,
     orphans_by_namespace,
 )
-from dsctl.controller.changes import ChangeLog
 from dsctl.controller.executor import SyncExecutor
-from dsctl.controller.expectations import Expectations
-from dsctl.controller.inplacewait import PendingPatches
-from dsctl.controller.joinorder import RECHECK_SECONDS, JoinOrder
-from dsctl.controller.metrics import PlanMetrics, StatusMetrics
-from dsctl.controller.outcome import Deferred, Done, Retry
+from dsctl.controller.metrics import PlanMetrics
 from dsctl.controller.podwrites import PodWriter
-from dsctl.controller.progresstracker import ProgressTracker
 from dsctl.controller.recorder import EventRecorder
-from dsctl.controller.statuswriter import GONE_SECONDS, StatusWriter
-from dsctl.controller.syncer import Syncer, SyncerState
+from dsctl.controller.state import RuntimeState
+from dsctl.controller.statuswriter import StatusWriter
+from dsctl.controller.syncer import Syncer
+from dsctl.controller.workers import Deferred, Done, Retry
 from dsctl.controller.writes import WriteSignals
 from dsctl.daemonset.template import target_node
 from dsctl.informer import BY_OWNER_UID, ReadOnlyStore, Store, by_owner_uid
 from dsctl.kube import errors
 from dsctl.kube.resources import DAEMONSETS, PODS
+from dsctl.tuning import GONE_SECONDS, JOIN_RECHECK_SECONDS
 from tests.unit.daemonset.objects import T0, make_ds, make_node
 
 from .fakeclient import FakeClient
@@ -69,15 +65,12 @@ class Rig:
         self.daemonsets.upsert(ds)
         for i in range(nodes):
             self.add_node(f"n{i}", noted=False)
-        self.changes = ChangeLog()
         recorder = cast(EventRecorder, RecordingRecorder())
-        signals = WriteSignals(recorder=recorder)
-        self.state = SyncerState(expectations=Expectations(clock=self.clock),
-                                 pending_patches=PendingPatches(clock=self.clock), backoff=FailedPodBackoff(),
-                                 changes=self.changes, join_order=JoinOrder())
+        self.state = RuntimeState.create(clock=self.clock, registry=self.registry)
+        self.changes = self.state.changes
+        signals = WriteSignals(recorder=recorder, failures=self.state.failures)
         status = StatusWriter(client=self.fake.as_client(), resource=DAEMONSETS, signals=signals,
-                              progress=ProgressTracker(recorder=recorder, registry=None), metrics=StatusMetrics(None),
-                              on_written=lambda key, obj: None, wall=lambda: T0, monotonic=self.clock)
+                              memory=self.state.status, gauges=self.state.gauges, recorder=recorder, wall=lambda: T0)
         pods = PodWriter(client=self.fake.as_client(), expectations=self.state.expectations, recorder=recorder,
                          signals=signals)
         executor = SyncExecutor(client=self.fake.as_client(), resource=DAEMONSETS, recorder=recorder, signals=signals,
@@ -86,8 +79,8 @@ class Rig:
         self.syncer = Syncer(resource=DAEMONSETS, daemonsets=ReadOnlyStore(self.daemonsets),
                              view=CacheView(nodes=ReadOnlyStore(self.nodes), pods=ReadOnlyStore(self.pods),
                                             revisions=ReadOnlyStore(self.revisions)),
-                             pods=ReadOnlyStore(self.pods), state=self.state, executor=executor, status=status,
-                             signals=signals, metrics=PlanMetrics(self.registry), global_burst=burst,
+                             pods=ReadOnlyStore(self.pods), state=self.state, executor=executor,
+                             metrics=PlanMetrics(self.registry), global_burst=burst,
                              priority_of=lambda ds: 0, wall=lambda: T0, monotonic=self.clock, recount_seconds=300.0)
 
     def add_node(self, name: str, *, noted: bool = True) -> None:
@@ -243,7 +236,7 @@ async def test_a_replaced_daemonset_gets_no_status_from_its_predecessor() -> Non
 
 async def test_creates_held_for_a_higher_priority_daemonset_come_back_in_a_recheck() -> None:
     """A node joined that a DaemonSet of higher priority also wants and has not synced for yet:
-    the create there is left out, and the sync itself asks to come back in ``RECHECK_SECONDS``.
+    the create there is left out, and the sync itself asks to come back in ``JOIN_RECHECK_SECONDS``.
     Another event may never come (this DaemonSet's pods may all be settled), so without that
     requeue the node would wait for the periodic resync."""
     rig = Rig(nodes=2)
@@ -252,9 +245,9 @@ async def test_creates_held_for_a_higher_priority_daemonset_come_back_in_a_reche
     rig.state.join_order.node_wanted("n9", [(KEY, 0), ("default/critical", 100)], now=rig.clock())
     rig.add_node("n9")
     outcome = await rig.sync()
-    assert isinstance(outcome, Done) and outcome.requeue_after == RECHECK_SECONDS
+    assert isinstance(outcome, Done) and outcome.requeue_after == JOIN_RECHECK_SECONDS
     assert rig.pods_on() == ["n0", "n1"]
     rig.state.join_order.synced("default/critical", started=rig.clock())
-    rig.clock.now += RECHECK_SECONDS
+    rig.clock.now += JOIN_RECHECK_SECONDS
     await rig.sync()
     assert rig.pods_on() == ["n0", "n1", "n9"]

@@ -7,8 +7,7 @@ from typing import Any, cast
 import pytest
 from prometheus_client import CollectorRegistry
 
-from dsctl.controller.outcome import Deferred, Done, Outcome, Retry, Terminal
-from dsctl.controller.workers import WorkerPool
+from dsctl.controller.workers import Deferred, Done, Outcome, Retry, Terminal, WorkerPool
 
 
 class RecordingQueue:

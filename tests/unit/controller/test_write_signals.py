@@ -38,7 +38,7 @@ from dsctl.controller.writes import (
     WriteSignals,
     event_message,
 )
-from dsctl.daemonset.plan import Plan, PodRef
+from dsctl.daemonset.podplan import Plan, PodRef
 from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import Resource

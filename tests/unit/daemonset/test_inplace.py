@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dsctl.daemonset.controls import IN_PLACE_IF_POSSIBLE, InvalidControl, RolloutControls, rollout_controls
+from dsctl.daemonset.extensions import IN_PLACE_IF_POSSIBLE, InvalidControl, RolloutControls, rollout_controls
 from dsctl.daemonset.inplace import (
     IN_PLACE_ANNOTATION,
     image_only_changes,
@@ -17,8 +17,8 @@ from dsctl.daemonset.inplace import (
     plan_pod_update,
     templates_by_hash,
 )
-from dsctl.daemonset.plan import ImageChange, PodRef, PodUpdate
 from dsctl.daemonset.podchange import same_for_planning
+from dsctl.daemonset.podplan import ImageChange, PodRef, PodUpdate
 from dsctl.daemonset.status import compute_status
 from dsctl.daemonset.template import HASH_LABEL
 from dsctl.daemonset.update import plan_rolling_update
@@ -242,13 +242,18 @@ def test_patched_pods_count_against_max_unavailable_until_restarted() -> None:
 
 
 @pytest.mark.parametrize(("ds", "expected"), [
-    pytest.param(make_ds(annotations={"dsctl.io/rollingUpdateType": "InPlaceIfPossible"}), IN_PLACE,
+    pytest.param(make_ds(annotations={"dsctl.io/rolling-update-type": "InPlaceIfPossible"}), IN_PLACE,
                  id="annotation"),
+    pytest.param(make_ds(annotations={"dsctl.io/rollingUpdateType": "InPlaceIfPossible"}), IN_PLACE,
+                 id="deprecated-camel-case-annotation"),
+    pytest.param(make_ds(annotations={"dsctl.io/rolling-update-type": "Standard",
+                                      "dsctl.io/rollingUpdateType": "InPlaceIfPossible"}), RolloutControls(),
+                 id="kebab-case-wins-over-deprecated"),
     pytest.param(_ds([], rollingUpdateType="InPlaceIfPossible", maxSurge="0%"), IN_PLACE, id="field-zero-surge"),
     pytest.param(_ds([], rollingUpdateType="Standard"), RolloutControls(), id="standard"),
 ])
 def test_rolling_update_type_is_read(ds: dict[str, Any], expected: RolloutControls) -> None:
-    """rollingUpdateType comes from its field or the dsctl.io/rollingUpdateType annotation."""
+    """rollingUpdateType comes from its field, else dsctl.io/rolling-update-type, else the deprecated camelCase name."""
     assert rollout_controls(ds) == expected
 
 
@@ -256,7 +261,7 @@ def test_rolling_update_type_is_read(ds: dict[str, Any], expected: RolloutContro
     pytest.param(_ds([], max_unavailable=0, rollingUpdateType="InPlaceIfPossible", maxSurge=1), "maxSurge",
                  id="surge-int"),
     pytest.param(make_ds(strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "10%"}},
-                         annotations={"dsctl.io/rollingUpdateType": "InPlaceIfPossible"}), "maxSurge",
+                         annotations={"dsctl.io/rolling-update-type": "InPlaceIfPossible"}), "maxSurge",
                  id="surge-percent-annotation"),
     pytest.param(_ds([], rollingUpdateType="InPlace"), "Standard or InPlaceIfPossible", id="unknown-type"),
 ])

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from dsctl.controller.backoff import FailedPodBackoff
-from dsctl.daemonset.backoff import backoff_key
+from dsctl.controller.backoffstate import FailedPodBackoff
+from dsctl.daemonset.backoffview import backoff_key
 from dsctl.daemonset.eligibility import Fit
 from dsctl.daemonset.manage import allows_surge, cap_burst, plan_manage, slow_start_batches
 from dsctl.daemonset.ownership import claim
-from dsctl.daemonset.plan import Event, Plan, PodRef
+from dsctl.daemonset.podplan import Event, Plan, PodRef
 from dsctl.daemonset.podsort import group_by_node
 from dsctl_api.labels import selector_from_label_selector
 
@@ -395,7 +395,7 @@ def test_surge_deals_with_existing_pods() -> None:
     [
         pytest.param(True, ["node-1-excess"], id="preserves-ready-old-pod"),
         # Upstream (TestSurgeDeletesUnreadyOldPods) deletes both old pods here, leaving the node
-        # with only an unready new pod; dsctl keeps the Ready old pod instead (docs/decisions.md).
+        # with only an unready new pod; dsctl keeps the Ready old pod instead (ADR 0011).
         pytest.param(False, ["node-1-old"], id="keeps-the-ready-old-pod-over-an-older-unready-one"),
     ],
 )

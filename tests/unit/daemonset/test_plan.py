@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 import dsctl.daemonset as domain
-from dsctl.daemonset.plan import STATUS_FIELDS, Event, Plan, PodRef, Status, merge_plans
+from dsctl.daemonset.podplan import Event, Plan, PodRef, merge_plans
+from dsctl.daemonset.status import STATUS_FIELDS, Status
 
 A = PodRef("ns", "a", "uid-a", "n1")
 A_AGAIN = PodRef("ns", "a", "uid-a", "")

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from dsctl.daemonset.inplace import IN_PLACE_ANNOTATION
 from dsctl.daemonset.podchange import planning_view, same_for_planning
 from dsctl.informer.projections import project_pod
+from tests.support.profiles import examples
 
 Pod = dict[str, Any]
 T_READY = "2026-12-01T00:00:05Z"
@@ -173,7 +174,7 @@ def _build(fields: dict[str, Any]) -> Pod:
     return {"metadata": metadata, "spec": fields["spec"], "status": status}
 
 
-@settings(max_examples=1000, deadline=None, database=None)
+@settings(max_examples=examples(1000), deadline=None, database=None)
 @given(first=_DRAW, second=_DRAW, take=st.lists(st.sampled_from(sorted(_FIELDS)), min_size=1, max_size=2))
 def test_the_fast_comparison_agrees_with_the_views(first: dict[str, Any], second: dict[str, Any],
                                                    take: list[str]) -> None:

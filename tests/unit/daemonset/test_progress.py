@@ -6,21 +6,26 @@ from typing import Any
 
 import pytest
 
-from dsctl.daemonset.controls import InvalidControl
-from dsctl.daemonset.plan import Status
-from dsctl.daemonset.progress import (
+from dsctl.daemonset.extensions import (
+    InvalidControl,
+    RolloutControls,
+    burst_replicas,
+    effective_burst,
+    progress_deadline_seconds,
+    rollout_controls,
+)
+from dsctl.daemonset.progress import Hold, plan_progress, progressing_condition, rollout_hold, with_progress
+from dsctl.daemonset.reasons import (
+    DAEMONSET_PAUSED,
     FOUND_NEW_REVISION,
+    INVALID_ROLLOUT_CONTROL,
     NEW_REVISION_AVAILABLE,
     NEW_REVISION_CREATED,
-    PAUSED,
     PROGRESS_DEADLINE_EXCEEDED,
     REVISION_UPDATED,
     ROLLOUT_HELD,
-    plan_progress,
-    progressing_condition,
-    with_progress,
 )
-from dsctl.daemonset.speclimits import burst_replicas, effective_burst, progress_deadline_seconds
+from dsctl.daemonset.status import Status
 from dsctl_api.timefmt import format_rfc3339
 
 T0 = 1_800_000_000.0
@@ -36,6 +41,13 @@ def counts(*, desired: int = 4, updated: int = 0, available: int = 4) -> Status:
 def cond(status: str, reason: str, *, revision: str = REV, at: float = T0, since: float = T0) -> dict[str, Any]:
     return {"type": "Progressing", "status": status, "reason": reason, "message": f'Revision "{revision}" x',
             "lastUpdateTime": format_rfc3339(at), "lastTransitionTime": format_rfc3339(since)}
+
+
+PAUSED_HOLD = Hold(DAEMONSET_PAUSED, "is paused by dsctl.io/paused: 3 of 4 pods are held on older revisions")
+PARTITION_HOLD = Hold(ROLLOUT_HELD, "is held by partition 3 (dsctl.io/partition): 3 of 4 pods are held on older "
+                      "revisions")
+INVALID_HOLD = Hold(INVALID_ROLLOUT_CONTROL, "is held until metadata.annotations[dsctl.io/partition] is fixed: "
+                    "must be a non-negative integer, not 'three'")
 
 
 @pytest.mark.parametrize(
@@ -72,11 +84,13 @@ def cond(status: str, reason: str, *, revision: str = REV, at: float = T0, since
         pytest.param(cond("True", NEW_REVISION_AVAILABLE, at=T0 + 1), counts(updated=4), counts(updated=4),
                      False, None, T0 + 900, "True", NEW_REVISION_AVAILABLE, T0 + 1, None,
                      id="complete-is-kept-unchanged"),
-        pytest.param(cond("True", REVISION_UPDATED), counts(updated=1), counts(updated=1), False, "paused",
-                     T0 + 900, "Unknown", PAUSED, T0 + 900, None, id="paused-runs-no-deadline"),
-        pytest.param(cond("True", REVISION_UPDATED), counts(updated=1), counts(updated=1), False, "held",
+        pytest.param(cond("True", REVISION_UPDATED), counts(updated=1), counts(updated=1), False, PAUSED_HOLD,
+                     T0 + 900, "Unknown", DAEMONSET_PAUSED, T0 + 900, None, id="paused-runs-no-deadline"),
+        pytest.param(cond("True", REVISION_UPDATED), counts(updated=1), counts(updated=1), False, PARTITION_HOLD,
                      T0 + 900, "Unknown", ROLLOUT_HELD, T0 + 900, None, id="partition-runs-no-deadline"),
-        pytest.param(cond("Unknown", PAUSED, at=T0 + 900), counts(updated=1), counts(updated=1), False, None,
+        pytest.param(cond("True", REVISION_UPDATED), counts(updated=1), counts(updated=1), False, INVALID_HOLD,
+                     T0 + 900, "Unknown", INVALID_ROLLOUT_CONTROL, T0 + 900, None, id="invalid-runs-no-deadline"),
+        pytest.param(cond("Unknown", DAEMONSET_PAUSED, at=T0 + 900), counts(updated=1), counts(updated=1), False, None,
                      T0 + 1000, "True", FOUND_NEW_REVISION, T0 + 1000, 6.0, id="resume-restarts-clock"),
         pytest.param({**cond("True", REVISION_UPDATED), "lastUpdateTime": "junk"}, counts(updated=1),
                      counts(updated=1), False, None, T0 + 900, "True", REVISION_UPDATED, T0, 6.0,
@@ -84,7 +98,7 @@ def cond(status: str, reason: str, *, revision: str = REV, at: float = T0, since
     ],
 )
 def test_plan_progress(  # noqa: PLR0917
-        previous: dict[str, Any] | None, old: Status, new: Status, created: bool, held: str | None,
+        previous: dict[str, Any] | None, old: Status, new: Status, created: bool, held: Hold | None,
         now: float, status: str, reason: str, updated_at: float, requeue: float | None) -> None:
     """Each case of the Deployment-like Progressing rules, with a 5 s deadline."""
     progress = plan_progress(previous=previous, old=old, new=new, revision=REV, created=created, held=held,
@@ -191,3 +205,54 @@ def test_effective_burst_is_the_minimum(own: int | None, global_burst: int, expe
     """A DaemonSet's burst can lower the global burst, never raise it."""
     ds = _ds({} if own is None else {"burstReplicas": own})
     assert effective_burst(ds, global_burst=global_burst) == expected
+
+
+@pytest.mark.parametrize(
+    ("ds", "held", "reason", "why"),
+    [
+        pytest.param(_ds({}, {}), 3, None, None, id="no-control-holds-nothing"),
+        pytest.param(_ds({}, {"dsctl.io/partition": "3"}), 3, ROLLOUT_HELD,
+                     "is held by partition 3 (dsctl.io/partition): 3 of 50 pods are held on older revisions",
+                     id="partition-annotation"),
+        pytest.param(_ds({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 3}}}, {}), 3,
+                     ROLLOUT_HELD, "is held by partition 3 (spec.updateStrategy.rollingUpdate.partition): 3 of 50 "
+                     "pods are held on older revisions", id="partition-field"),
+        pytest.param(_ds({}, {"dsctl.io/partition": "3"}), 0, None, None, id="partition-holding-nothing-is-no-hold"),
+        pytest.param(_ds({}, {"dsctl.io/selector": "zone in (a,b)"}), 20, ROLLOUT_HELD,
+                     'is held by node selector "zone in (a,b)" (dsctl.io/selector): 20 of 50 pods are held on older '
+                     "revisions", id="selector"),
+        pytest.param(_ds({}, {"dsctl.io/selector": "zone=a", "dsctl.io/partition": "2"}), 22, ROLLOUT_HELD,
+                     'is held by partition 2 (dsctl.io/partition) and node selector "zone=a" (dsctl.io/selector): '
+                     "22 of 50 pods are held on older revisions", id="partition-and-selector"),
+        pytest.param(_ds({}, {"dsctl.io/paused": "true", "dsctl.io/partition": "2"}), 47, DAEMONSET_PAUSED,
+                     "is paused by dsctl.io/paused: 47 of 50 pods are held on older revisions", id="paused-wins"),
+        pytest.param(_ds({}, {"dsctl.io/paused": "true"}), 0, DAEMONSET_PAUSED, "is paused by dsctl.io/paused",
+                     id="paused-with-nothing-left-is-still-paused"),
+        pytest.param(_ds({}, {"dsctl.io/partition": "three"}), 0, INVALID_ROLLOUT_CONTROL,
+                     "is held until metadata.annotations[dsctl.io/partition] is fixed: must be a non-negative "
+                     "integer, not 'three'", id="invalid-control-is-not-paused"),
+    ],
+)
+def test_rollout_hold_names_the_control_where_it_is_set_and_the_count(
+        ds: dict[str, Any], held: int, reason: str | None, why: str | None) -> None:
+    """A held rollout's reason and words: which control, where it is set, how many pods it holds back."""
+    try:
+        controls: RolloutControls | InvalidControl = rollout_controls(ds)
+    except InvalidControl as exc:
+        controls = exc
+    hold = rollout_hold(ds, controls, held=held, desired=50)
+    assert (hold.reason, hold.why) == (reason, why) if hold is not None else reason is None
+
+
+def test_a_held_condition_follows_its_message() -> None:
+    """While held, a new count rewrites the message (the transition time stays); the same one is kept."""
+    first = plan_progress(previous=None, old=counts(), new=counts(updated=1), revision=REV, created=False,
+                          held=PARTITION_HOLD, deadline=5, now=T0)
+    same = plan_progress(previous=first.condition, old=counts(), new=counts(updated=1), revision=REV,
+                         created=False, held=PARTITION_HOLD, deadline=5, now=T0 + 10)
+    assert same.condition == first.condition
+    fewer = Hold(ROLLOUT_HELD, PARTITION_HOLD.why.replace("3 of 4", "2 of 4"))
+    moved = plan_progress(previous=first.condition, old=counts(), new=counts(updated=1), revision=REV,
+                          created=False, held=fewer, deadline=5, now=T0 + 10)
+    assert moved.condition["message"] == f'Rollout of revision "{REV}" {fewer.why}.'
+    assert moved.condition["lastTransitionTime"] == first.condition["lastTransitionTime"]

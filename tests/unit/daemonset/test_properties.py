@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsctl.controller.backoff import FailedPodBackoff
+from dsctl.controller.backoffstate import FailedPodBackoff
 from dsctl.daemonset.eligibility import eligibility_signature, evaluate_nodes, node_should_run
 from dsctl.daemonset.history import plan_history, plan_history_cleanup
 from dsctl.daemonset.manage import plan_manage
@@ -19,10 +19,11 @@ from dsctl.daemonset.template import TemplateError, new_pod, target_node
 from dsctl.daemonset.update import plan_rolling_update
 from dsctl.daemonset.validation import validate_daemonset
 from dsctl_api.labels import selector_from_label_selector
+from tests.support.profiles import examples
 
 from .objects import DS_UID, HASH, T0, make_ds, make_node, make_pod, surge_strategy, taint
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 NODE_NAMES = [f"n{i}" for i in range(6)]
 LABEL_KEYS = ["zone", "disk"]

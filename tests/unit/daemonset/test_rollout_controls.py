@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from dsctl.daemonset.controls import (
+from dsctl.daemonset.extensions import (
     NO_CONTROLS,
     InvalidControl,
     RolloutControls,
     frozen_nodes,
     rollout_controls,
 )
-from dsctl.daemonset.plan import Plan
+from dsctl.daemonset.podplan import Plan
 from dsctl.daemonset.update import plan_rolling_update
 from dsctl_api.labels import parse_selector
 

@@ -7,12 +7,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsctl.daemonset.sharedmap import SharedMap
+from tests.support.profiles import examples
 
 _keys = st.integers(min_value=0, max_value=300)
 _step = st.tuples(st.lists(st.tuples(_keys, st.integers()), max_size=40), st.lists(_keys, max_size=40))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(start=st.dictionaries(_keys, st.integers(), max_size=200), steps=st.lists(_step, min_size=1, max_size=30))
 def test_updates_match_a_dict_and_leave_earlier_maps_alone(
     start: dict[int, int], steps: list[tuple[list[tuple[int, int]], list[int]]]

@@ -6,9 +6,8 @@ from typing import Any
 
 import pytest
 
-from dsctl.daemonset.plan import Status
 from dsctl.daemonset.podsort import group_by_node
-from dsctl.daemonset.status import availability_requeue, compute_status, status_changed, status_with
+from dsctl.daemonset.status import Status, availability_requeue, compute_status, status_changed, status_with
 from dsctl.daemonset.template import GENERATION_ANNOTATION, GENERATION_LABEL
 
 from .objects import HASH, NODE_BLUE, T0, make_ds, make_node, make_nodes, make_pod, taint

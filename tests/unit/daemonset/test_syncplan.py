@@ -6,15 +6,22 @@ from typing import Any
 
 import pytest
 
-from dsctl.controller.backoff import FailedPodBackoff
+from dsctl.controller.backoffstate import FailedPodBackoff
 from dsctl.daemonset import history as hist
-from dsctl.daemonset.conditions import INVALID, REPLICA_FAILURE
 from dsctl.daemonset.eligibility import Eligibility
-from dsctl.daemonset.speclimits import BURST_ANNOTATION
+from dsctl.daemonset.extensions import BURST_REPLICAS_FIELD
+from dsctl.daemonset.reasons import (
+    DAEMONSET_PAUSED,
+    DEPRECATED_ANNOTATION,
+    INVALID,
+    INVALID_ROLLOUT_CONTROL,
+    REPLICA_FAILURE,
+    ROLLOUT_HELD,
+)
 from dsctl.daemonset.syncplan import SyncPlan, SyncSnapshot, plan_sync
 from dsctl.daemonset.template import HASH_LABEL
 from tests.unit.daemonset.objects import DS_UID, T0, make_ds, make_node, make_pod
-from tests.unit.daemonset.test_nodeplan_property import DictView
+from tests.unit.daemonset.test_nodetable_property import DictView
 
 
 def _owned(obj: dict[str, Any]) -> dict[str, Any]:
@@ -129,7 +136,64 @@ def test_the_rolling_update_runs_only_when_manage_writes_nothing() -> None:
 
 def test_an_unreadable_burst_is_reported_and_the_global_burst_applies() -> None:
     """A bad burst-replicas annotation: an InvalidRolloutControl warning, and --burst-replicas."""
-    ds = make_ds(annotations={BURST_ANNOTATION: "lots"})
+    ds = make_ds(annotations={BURST_REPLICAS_FIELD.annotation: "lots"})
     view, _ = _world(ds)
     plan = _plan(ds, view)
     assert "InvalidRolloutControl" in _reasons(plan) and plan.burst == 250
+
+
+@pytest.mark.parametrize(
+    ("annotations", "messages"),
+    [
+        pytest.param({"dsctl.io/rolling-update-type": "InPlaceIfPossible"}, [], id="kebab-case-is-quiet"),
+        pytest.param({"dsctl.io/rollingUpdateType": "InPlaceIfPossible"},
+                     ["annotation dsctl.io/rollingUpdateType is deprecated: rename it to dsctl.io/rolling-update-type"],
+                     id="camel-case-names-the-new-key"),
+        pytest.param({"dsctl.io/rollingUpdateType": "InPlaceIfPossible", "dsctl.io/rolling-update-type": "Standard"},
+                     ["annotation dsctl.io/rollingUpdateType is deprecated and ignored: "
+                      "metadata.annotations[dsctl.io/rolling-update-type] is set; remove it"],
+                     id="camel-case-shadowed-says-ignored"),
+    ],
+)
+def test_a_deprecated_annotation_gets_a_warning_on_every_sync(annotations: dict[str, str],
+                                                             messages: list[str]) -> None:
+    """Each acting sync that reads an older camelCase annotation warns with DeprecatedAnnotation, naming the new key."""
+    ds = make_ds(annotations=annotations)
+    view, _ = _world(ds)
+    plan = _plan(ds, view)
+    assert [e.message for e in plan.events if e.reason == DEPRECATED_ANNOTATION] == messages
+    assert all(e.type == "Warning" for e in plan.events if e.reason == DEPRECATED_ANNOTATION)
+
+
+@pytest.mark.parametrize(
+    ("annotations", "strategy", "reason", "why"),
+    [
+        pytest.param({"dsctl.io/partition": "3"}, None, ROLLOUT_HELD,
+                     "is held by partition 3 (dsctl.io/partition): 3 of 5 pods are held on older revisions",
+                     id="partition-holds-the-last-three"),
+        pytest.param({"dsctl.io/selector": "zone=a"}, None, ROLLOUT_HELD,
+                     'is held by node selector "zone=a" (dsctl.io/selector): 3 of 5 pods are held on older '
+                     "revisions", id="selector-holds-the-nodes-it-leaves-out"),
+        pytest.param({"dsctl.io/paused": "true"}, None, DAEMONSET_PAUSED,
+                     "is paused by dsctl.io/paused: 5 of 5 pods are held on older revisions", id="pause-holds-all"),
+        pytest.param({"dsctl.io/partition": "three"}, None, INVALID_ROLLOUT_CONTROL,
+                     "is held until metadata.annotations[dsctl.io/partition] is fixed: must be a non-negative "
+                     "integer, not 'three'", id="invalid-control"),
+        pytest.param({"dsctl.io/partition": "3"}, {"type": "OnDelete"}, None, None, id="on-delete-holds-nothing"),
+        pytest.param({}, None, None, None, id="no-control"),
+    ],
+)
+def test_the_status_plan_says_what_holds_the_rollout(annotations: dict[str, str], strategy: dict[str, Any] | None,
+                                                     reason: str | None, why: str | None) -> None:
+    """Five nodes with old pods: the hold counts the nodes the rolling update leaves alone, as it counts them."""
+    ds = make_ds(annotations=annotations, strategy=strategy)
+    nodes = tuple(f"n{i}" for i in range(5))
+    view, _ = _world(ds, nodes=nodes)
+    for name in nodes:
+        view.node_objs[name]["metadata"]["labels"] = {"zone": "a" if name in ("n0", "n1") else "b"}
+        pod = make_pod(name, hash="old", ready=True, ready_since=T0 - 100)
+        view.pod_objs[pod["metadata"]["name"]] = pod
+    plan = _plan(ds, view)
+    assert plan.status is not None
+    hold = plan.status.hold
+    assert (None if hold is None else (hold.reason, hold.why)) == (None if reason is None else (reason, why))

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from dsctl.daemonset.plan import Plan
+from dsctl.daemonset.podplan import Plan
 from dsctl.daemonset.template import GENERATION_ANNOTATION, GENERATION_LABEL, HASH_LABEL
 from dsctl.daemonset.update import (
     AVAILABILITY_REQUEUE_MARGIN,

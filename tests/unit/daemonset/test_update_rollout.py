@@ -19,14 +19,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsctl.controller.backoff import FailedPodBackoff
+from dsctl.controller.backoffstate import FailedPodBackoff
 from dsctl.daemonset.eligibility import Fit
 from dsctl.daemonset.manage import plan_manage
-from dsctl.daemonset.plan import Plan
+from dsctl.daemonset.podplan import Plan
 from dsctl.daemonset.template import HASH_LABEL
 from dsctl.daemonset.update import plan_rolling_update
 from dsctl_api.pods import is_pod_available, is_pod_ready
 from dsctl_api.timefmt import format_rfc3339
+from tests.support.profiles import examples
 
 Pod = dict[str, Any]
 READY = "ready"
@@ -410,7 +411,7 @@ def _live(pods: Sequence[Pod]) -> list[Pod]:
     return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(nodes=st.lists(NODE, max_size=12), budget=BUDGET, min_ready=st.sampled_from([0, 30]))
 def test_no_surge_deletes_stay_within_the_unavailability_budget(
     nodes: list[tuple[bool, list[dict[str, Any]]]], budget: int | str, min_ready: int
@@ -447,7 +448,7 @@ def expected_budget(budget: int | str, desired: int) -> int:
     return raw if raw > 0 or desired == 0 else 1
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     nodes=st.lists(NODE, max_size=12), surge=st.integers(min_value=1, max_value=4), min_ready=st.sampled_from([0, 30])
 )
@@ -488,7 +489,7 @@ def test_surge_never_exceeds_two_pods_per_node_nor_drops_availability(
     assert available_nodes(doomed) >= min(available_nodes(set()), len(should_run)), "retired below desired"
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     count=st.integers(min_value=1, max_value=12),
     budget=st.integers(min_value=0, max_value=4),

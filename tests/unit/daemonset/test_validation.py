@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from dsctl.daemonset.conditions import INVALID, REQUIRED_COUNTERS, set_condition, without_condition
+from dsctl.daemonset.conditions import REQUIRED_COUNTERS, set_condition, without_condition
+from dsctl.daemonset.reasons import INVALID
 from dsctl.daemonset.validation import MAX_TOLERATIONS, validate_daemonset
 
 GOOD: dict[str, Any] = {

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from dsctl.informer.projections import make_pod_projection, project_node
 from dsctl.informer.watchdecode import WatchEvent, event_decoder, general_decoder, lean_pod_decoder
 from dsctl.kube.errors import ConnectionFailed, Gone, TooManyRequests
+from tests.support.profiles import examples
 
 KEEP = "dsctl.io/in-place-update"
 PROJECT = make_pod_projection(keep_annotations=(KEEP,))
@@ -385,7 +386,7 @@ _PATHS = [
 ]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(changes=st.lists(st.tuples(st.sampled_from(_PATHS), _json | st.just(...)), max_size=3))
 def test_random_shapes_decode_alike(changes: list[tuple[str, Any]]) -> None:
     """Any value at any projected field (or none) decodes as the general path decodes it."""

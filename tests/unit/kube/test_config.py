@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dsctl.kube.config import load_config
+from dsctl.kube.config import check_config, load_config
 from dsctl.kube.errors import ConfigError
 from tests.unit.kube.fakeserver import write_kubeconfig
 
@@ -95,24 +95,24 @@ def _write(path: Path, text: str) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize(
-    ("setup", "context", "expected"),
-    [
-        pytest.param(lambda p: str(p / "nope"), None, "file not found", id="missing-file"),
-        pytest.param(lambda p: _write(p / "k", "clusters: [\n  - name: x\n bad"), None,
-                     "malformed YAML at line", id="malformed-yaml"),
-        pytest.param(lambda p: _write(p / "k", "- just\n- a list\n"), None,
-                     "not a kubeconfig", id="not-a-mapping"),
-        pytest.param(lambda p: str(write_kubeconfig(p / "k", "http://x", extra_contexts=("b",))),
-                     "prod", "context 'prod' not found (available: b, test)",
-                     id="unknown-context"),
-        pytest.param(lambda p: _write(p / "k", "clusters: []\ncontexts: []\n"), None,
-                     "no current-context", id="no-current-context"),
-        pytest.param(lambda p: _write(p / "k", yaml.safe_dump({
-            "contexts": [{"name": "x", "context": {"cluster": "gone"}}],
-            "current-context": "x"})), None, "names cluster 'gone'", id="dangling-cluster"),
-    ],
-)
+BAD_KUBECONFIGS = [
+    pytest.param(lambda p: str(p / "nope"), None, "file not found", id="missing-file"),
+    pytest.param(lambda p: _write(p / "k", "clusters: [\n  - name: x\n bad"), None,
+                 "malformed YAML at line", id="malformed-yaml"),
+    pytest.param(lambda p: _write(p / "k", "- just\n- a list\n"), None,
+                 "not a kubeconfig", id="not-a-mapping"),
+    pytest.param(lambda p: str(write_kubeconfig(p / "k", "http://x", extra_contexts=("b",))),
+                 "prod", "context 'prod' not found (available: b, test)",
+                 id="unknown-context"),
+    pytest.param(lambda p: _write(p / "k", "clusters: []\ncontexts: []\n"), None,
+                 "no current-context", id="no-current-context"),
+    pytest.param(lambda p: _write(p / "k", yaml.safe_dump({
+        "contexts": [{"name": "x", "context": {"cluster": "gone"}}],
+        "current-context": "x"})), None, "names cluster 'gone'", id="dangling-cluster"),
+]
+
+
+@pytest.mark.parametrize(("setup", "context", "expected"), BAD_KUBECONFIGS)
 async def test_bad_kubeconfig_gives_one_line_error(
     tmp_path: Path, setup: object, context: str | None, expected: str
 ) -> None:
@@ -124,6 +124,41 @@ async def test_bad_kubeconfig_gives_one_line_error(
     assert expected in message
     assert "\n" not in message
     assert message.startswith("kubeconfig ")
+
+
+@pytest.mark.parametrize(("setup", "context", "expected"), BAD_KUBECONFIGS)
+async def test_check_config_finds_the_same_mistakes_from_files_alone(
+    tmp_path: Path, setup: object, context: str | None, expected: str
+) -> None:
+    """check_config (run before ports are bound) raises load_config's one line for each broken kubeconfig."""
+    path = setup(tmp_path)  # type: ignore[operator]
+    with pytest.raises(ConfigError) as checked:
+        check_config(kubeconfig=path, context=context, environ={})
+    with pytest.raises(ConfigError) as loaded:
+        await load_config(kubeconfig=path, context=context, environ={})
+    assert str(checked.value) == str(loaded.value)
+
+
+@pytest.mark.parametrize(
+    ("environ", "token", "expected"),
+    [
+        pytest.param({}, False, "no Kubernetes configuration found", id="nothing"),
+        pytest.param({"KUBERNETES_SERVICE_HOST": "10.0.0.1"}, False, "cannot read the service-account token",
+                     id="in-cluster-without-token"),
+        pytest.param({"KUBERNETES_SERVICE_HOST": "10.0.0.1"}, True, None, id="in-cluster"),
+    ],
+)
+def test_check_config_without_a_kubeconfig(tmp_path: Path, environ: dict[str, str], token: bool,
+                                           expected: str | None) -> None:
+    """Without a kubeconfig, in-cluster needs a readable token; nothing at all is the usual error."""
+    token_path = tmp_path / "token"
+    if token:
+        token_path.write_text("t")
+    if expected is None:
+        check_config(environ=environ, home=tmp_path, token_path=str(token_path))
+        return
+    with pytest.raises(ConfigError, match=expected):
+        check_config(environ=environ, home=tmp_path, token_path=str(token_path))
 
 
 async def test_no_configuration_anywhere(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""``dsctl rollout status`` on a stuck rollout: kubectl's Deployment wording and order."""
+"""``dsctl rollout status``: kubectl's Deployment wording on a stuck rollout, and why a held one waits."""
 
 from __future__ import annotations
 
@@ -40,3 +40,25 @@ def test_status_on_progress_deadline(ds: dict[str, Any], error: str | None, line
             status_message(TARGET, ds)
     else:
         assert status_message(TARGET, ds) == (line, False)
+
+
+HELD = 'Rollout of revision "agent-5d8f" is held by partition 1 (dsctl.io/partition): 1 of 3 pods are held on ' \
+       "older revisions."
+
+
+@pytest.mark.parametrize(
+    ("reason", "status", "second"),
+    [
+        pytest.param("RolloutHeld", "Unknown", f"RolloutHeld: {HELD}", id="held-says-why"),
+        pytest.param("DaemonSetPaused", "Unknown", f"DaemonSetPaused: {HELD}", id="paused-says-why"),
+        pytest.param("InvalidRolloutControl", "Unknown", f"InvalidRolloutControl: {HELD}", id="invalid-says-why"),
+        pytest.param("RevisionUpdated", "True", None, id="progressing-has-one-line"),
+    ],
+)
+def test_a_held_rollout_says_why(reason: str, status: str, second: str | None) -> None:
+    """Under kubectl's line, a rollout held on purpose gets the condition's reason and message."""
+    ds = _ds(generation=2, observed=2, reason=reason, status=status)
+    ds["status"]["conditions"][0]["message"] = HELD
+    message, done = status_message(TARGET, ds)
+    first = 'Waiting for daemon set "agent" rollout to finish: 1 out of 3 new pods have been updated...'
+    assert (message, done) == ("\n".join(line for line in (first, second) if line), False)

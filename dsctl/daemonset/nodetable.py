@@ -1,0 +1,242 @@
+"""Per-node planning, and the table that lets a sync re-plan only the nodes that changed.
+
+Manage and status are sums over nodes: what one node needs (``manage.manage_node``) and what
+it adds to the counters (``status.node_counts``) depend only on the node, the DaemonSet's
+pods that target it, and a few DaemonSet-wide values, the ``Basis``. A ``NodeTable`` keeps
+each node's ``NodeOutcome`` with running totals, so after one node changed a sync computes one
+outcome, not five thousand.
+
+Three things make an outcome depend on more than its node and pods, and each is handled here:
+
+- The basis (template generation, revision hash, surge, minReadySeconds, the DaemonSet's UID
+  and generation): a different basis makes ``updated`` start from an empty table.
+- Time and backoff: a node with a failed pod, a manage requeue, or a Ready pod still waiting
+  out ``minReadySeconds`` is *volatile*; every sync re-plans the volatile nodes.
+- Nothing else. Whoever calls ``updated`` must name every node whose object or pods changed
+  since the table was made; ``dsctl.controller.planmemory.ChangeLog`` collects them from the informers.
+
+A table built from scratch and a table updated step by step over the same history are equal
+(``tests/unit/daemonset/test_nodetable_property.py`` checks it over random event sequences).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from dsctl.daemonset.access import phase
+from dsctl.daemonset.backoffview import BackoffView
+from dsctl.daemonset.eligibility import Fit
+from dsctl.daemonset.inplace import in_place_pending
+from dsctl.daemonset.manage import manage_node
+from dsctl.daemonset.podplan import Plan, merge_plans
+from dsctl.daemonset.sharedmap import SharedMap
+from dsctl.daemonset.status import NO_COUNTS, Counts, Status, node_counts, status_of
+from dsctl.daemonset.template import is_pod_updated
+from dsctl_api.objects import deletion_timestamp, is_map
+from dsctl_api.pods import is_pod_available, is_pod_ready
+
+__all__ = ["Basis", "NodeOutcome", "NodeTable", "plan_node"]
+
+Obj = Mapping[str, Any]
+
+
+class Basis(NamedTuple):
+    """The DaemonSet-wide inputs of every node's outcome; a change invalidates them all."""
+
+    uid: str
+    generation: int
+    hash: str
+    template_generation: int | None
+    surge: bool
+    min_ready: int
+
+
+@dataclass(frozen=True, slots=True)
+class NodeOutcome:
+    """One node's share of a sync.
+
+    ``fit`` None: the cache does not know the node (its unbound pods are deleted).
+    ``pods``: the DaemonSet's claimed pods targeting the node, as planned on.
+    ``old``: some live pod there is of another revision (the rolling update has work).
+    """
+
+    node: str
+    fit: Fit | None
+    pods: tuple[Obj, ...]
+    manage: Plan
+    counts: Counts
+    volatile: bool
+    old: bool
+
+
+def plan_node(
+    ds: Obj, basis: Basis, node: str, fit: Fit | None, pods: Sequence[Obj], *, now: float, backoff: BackoffView
+) -> NodeOutcome:
+    """The outcome of one node under ``basis`` at ``now``."""
+    live = tuple([p for p in pods if is_map(p)])
+    manage = manage_node(ds, node, fit, live, hash=basis.hash, now=now, backoff=backoff, surge=basis.surge,
+                         min_ready=basis.min_ready)
+    if fit is not None and len(live) == 1 and not deletion_timestamp(live[0]):
+        return _one_pod(node, fit, live, manage, basis=basis, now=now)
+    counts = node_counts(fit, live, min_ready=basis.min_ready, hash=basis.hash,
+                         generation=basis.template_generation, now=now)
+    volatile = manage.requeue_after is not None
+    old = False
+    for pod in live:
+        if deletion_timestamp(pod):
+            continue
+        if not old and not is_pod_updated(pod, basis.hash, basis.template_generation):
+            old = True
+        if volatile:
+            continue
+        waiting = basis.min_ready > 0 and is_pod_ready(pod) and not is_pod_available(pod, basis.min_ready, now)
+        volatile = waiting or phase(pod) == "Failed"
+    return NodeOutcome(node=node, fit=fit, pods=live, manage=manage, counts=counts, volatile=volatile, old=old)
+
+
+def _one_pod(node: str, fit: Fit, live: tuple[Obj, ...], manage: Plan, *, basis: Basis, now: float) -> NodeOutcome:
+    """``plan_node`` for the steady state, one live pod: each fact about the pod read once."""
+    pod = live[0]
+    updated = is_pod_updated(pod, basis.hash, basis.template_generation)
+    ready = is_pod_ready(pod)
+    waiting = basis.min_ready > 0 and ready and not is_pod_available(pod, basis.min_ready, now)
+    counts: Counts
+    if fit.should_run:
+        available = ready and not waiting and not in_place_pending(pod)
+        counts = (1, 1, 0, 1 if ready else 0, 1 if available else 0, 1 if updated else 0)
+    else:
+        counts = (0, 0, 1, 0, 0, 0)
+    volatile = manage.requeue_after is not None or waiting or phase(pod) == "Failed"
+    return NodeOutcome(node=node, fit=fit, pods=live, manage=manage, counts=counts, volatile=volatile,
+                       old=not updated)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeTable:
+    """Every known node's outcome for one DaemonSet, with the sums a sync needs.
+
+    Frozen: ``updated`` returns a new table that shares the unchanged nodes' entries with this
+    one (``sharedmap``), so its cost follows the nodes that changed, not the cluster. Nodes
+    without a node object and without pods are not kept.
+    """
+
+    basis: Basis | None = None
+    outcomes: SharedMap[str, NodeOutcome] = field(default_factory=SharedMap)
+    totals: Counts = NO_COUNTS
+    creating: tuple[str, ...] = ()
+    """Nodes whose manage plan is one create on that node and nothing else, sorted by name.
+    Kept apart because a cold start has thousands of them: the manage plan of a table holding
+    only these is this tuple, with no per-node merge or sort in the sync."""
+    acting: frozenset[str] = frozenset()
+    """Nodes whose manage plan holds anything else (deletes, events, backoff, a requeue)."""
+    volatile: frozenset[str] = frozenset()
+    old: int = 0
+    """How many nodes hold a live pod of another revision."""
+
+    def updated(self, outcomes: Iterable[NodeOutcome], *, gone: Iterable[str] = ()) -> NodeTable:
+        """This table with ``outcomes`` replacing their nodes' entries and ``gone`` dropped.
+
+        Each node at most once in ``outcomes`` (``_plan_nodes`` plans a set): into an empty table
+        a second outcome for a node would be counted twice."""
+        before = self.outcomes
+        changes: dict[str, NodeOutcome | None] = {}  # None: the node's entry goes
+        totals = list(self.totals)
+        acting, volatile = set(self.acting), set(self.volatile)
+        stopped: set[str] = set()  # nodes leaving ``creating``
+        started: set[str] = set()  # nodes joining it
+        old = self.old
+
+        def drop(node: str) -> None:
+            nonlocal old
+            previous = changes[node] if node in changes else before.get(node)
+            if previous is None:
+                return
+            changes[node] = None
+            for i, value in enumerate(previous.counts):
+                totals[i] -= value
+            old -= previous.old
+            if _lone_create(previous):
+                stopped.add(node)
+                started.discard(node)
+            acting.discard(node)
+            volatile.discard(node)
+
+        for node in gone:
+            drop(node)
+        fresh = not before
+        for outcome in outcomes:
+            node = outcome.node
+            if not fresh:
+                drop(node)
+            if outcome.fit is None and not outcome.pods:
+                continue
+            changes[node] = outcome
+            counts = outcome.counts
+            if counts is not NO_COUNTS:
+                for i, value in enumerate(counts):
+                    totals[i] += value
+            old += outcome.old
+            if _lone_create(outcome):
+                started.add(node)
+            elif not outcome.manage.empty:
+                acting.add(node)
+            if outcome.volatile:
+                volatile.add(node)
+        table = before.updated([(n, o) for n, o in changes.items() if o is not None],
+                               drop=[n for n, o in changes.items() if o is None])
+        return NodeTable(basis=self.basis, outcomes=table,
+                         totals=(totals[0], totals[1], totals[2], totals[3], totals[4], totals[5]),
+                         creating=_resorted(self.creating, stopped, started),
+                         acting=frozenset(acting), volatile=frozenset(volatile), old=old)
+
+    def manage_plan(self) -> Plan:
+        """The manage plan of the whole DaemonSet: every node's plan (``creating`` and ``acting``)
+        merged in node-name order."""
+        if not self.acting:
+            return Plan(creates=self.creating) if self.creating else _NOTHING
+        order = sorted(self.acting)
+        if self.creating:
+            order = list(heapq.merge(order, self.creating))
+        return merge_plans(self.outcomes[node].manage for node in order)
+
+    def should_run(self) -> list[str]:
+        """Nodes where the pod should run (for the rolling update's budgets)."""
+        return [n for n, o in self.outcomes.items() if o.fit is not None and o.fit.should_run]
+
+    def pods_by_node(self) -> dict[str, Sequence[Obj]]:
+        """The claimed pods by target node, as planned on."""
+        return {n: o.pods for n, o in self.outcomes.items() if o.pods}
+
+    def all_pods(self) -> Iterable[Obj]:
+        """Every claimed pod in the table."""
+        for outcome in self.outcomes.values():
+            yield from outcome.pods
+
+    def status(self) -> Status:
+        """The counters as a ``status.Status``."""
+        return status_of(self.totals)
+
+
+_NOTHING = Plan()
+
+
+def _lone_create(outcome: NodeOutcome) -> bool:
+    """Whether the outcome's manage plan is exactly one create on its own node."""
+    manage = outcome.manage
+    return (len(manage.creates) == 1 and manage.creates[0] == outcome.node and not manage.deletes
+            and not manage.updates and not manage.events and not manage.backoff_steps
+            and manage.requeue_after is None)
+
+
+def _resorted(nodes: tuple[str, ...], leaving: set[str], joining: set[str]) -> tuple[str, ...]:
+    """The sorted ``nodes`` less ``leaving`` plus ``joining`` (disjoint from what stays), sorted."""
+    if not leaving and not joining:
+        return nodes
+    kept = [n for n in nodes if n not in leaving] if leaving else list(nodes)
+    if joining:
+        kept.extend(joining)
+        kept.sort()  # one sorted run plus a short tail: the sort only sorts the tail and merges
+    return tuple(kept)
