@@ -13,7 +13,8 @@ For each node, given its verdict (``eligibility``) and the DaemonSet's pods targ
     the deletions have been observed.
   - With surge, keep the oldest pod of the current hash and the oldest of any other hash,
     delete the rest, and delete the kept old pod once it is not Ready or the new one is
-    available. A node left with no live pod gets one right away (surge tolerates two).
+    available. A node left with no live pod gets one right away (surge tolerates two),
+    unless a failed pod stays there for its backoff.
 - may not keep running: delete every pod not already being deleted.
 
 Separately, pods pinned by affinity to a node that no longer exists and never bound are
@@ -101,15 +102,16 @@ class _Builder:
     def delete(self, pod: Mapping[str, Any], node: str) -> None:
         self.deletes.append(PodRef.of(pod, node=node))
 
-    def failed(self, pod: Mapping[str, Any], node: str) -> None:
+    def failed(self, pod: Mapping[str, Any], node: str) -> bool:
+        """Delete a failed pod unless its node is in backoff; whether it is deleted."""
         key = backoff_key(self.ds, node)
         if key in self.steps:
             # Replacing a failed pod just started (or doubled) this node's delay.
             self.requeue = soonest(self.requeue, self.steps[key])
-            return
+            return False
         if self.backoff.in_backoff(key, now=self.now):
             self.requeue = soonest(self.requeue, self.backoff.remaining(key, now=self.now))
-            return
+            return False
         self.steps[key] = self.backoff.next_delay(key, now=self.now)
         self.events.append(
             Event(
@@ -119,6 +121,7 @@ class _Builder:
             )
         )
         self.delete(pod, node)
+        return True
 
     def succeeded(self, pod: Mapping[str, Any], node: str) -> None:
         self.events.append(
@@ -196,12 +199,13 @@ def _plan_node(
                 out.delete(pod, node)
         return
     running: list[Mapping[str, Any]] = []
+    failed_kept = False
     for pod in pods:
         if deletion_timestamp(pod):
             continue
         pod_phase = phase(pod)
         if pod_phase == "Failed":
-            out.failed(pod, node)
+            failed_kept = not out.failed(pod, node) or failed_kept
         elif pod_phase == "Succeeded":
             out.succeeded(pod, node)
         else:
@@ -211,7 +215,11 @@ def _plan_node(
             _keep_one(out, node, running)
         return
     if not running:
-        if fit.should_run:
+        # Not while a failed pod stays on the node for its backoff: the new pod would be a
+        # third beside it and the one deleted now, and on a node that fails every pod (disk
+        # pressure, a shutdown) each sync would add one more (kubernetes 124388). Upstream
+        # creates here; its no-surge path waits, and so does this one (ADR 0180).
+        if fit.should_run and not failed_kept:
             out.creates.append(node)
         return
     if len(running) > 1:
