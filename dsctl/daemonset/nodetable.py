@@ -76,8 +76,9 @@ class NodeOutcome:
     volatile: bool
     old: bool
     skip_since: float | None = None
-    """When the node turned unhealthy, if it should run the pod and would not count in the
-    rolling update once unhealthy long enough (``nodelifecycle.counts_when_unhealthy``)."""
+    """When the node turned unhealthy, if the rolling update looks at it (it should run the pod,
+    or holds one) and it would not count there once unhealthy long enough
+    (``nodelifecycle.counts_when_unhealthy``)."""
     departing: str | None = None
     """Why the node is going away (``nodelifecycle.DEPARTING_REASONS``), or None."""
     held: bool = False
@@ -116,7 +117,9 @@ def plan_node(
     extra = running - 1 if should_run and running else running
     skip_since = None
     since = facts.unhealthy_since
-    if since is not None and should_run and not counts_when_unhealthy(
+    # A node that should not run the pod but holds one still takes part in the rolling update
+    # (a NotReady node's not-ready NoSchedule taint untolerated, say): it is a candidate too.
+    if since is not None and fit is not None and (should_run or live) and not counts_when_unhealthy(
             live, since=since, hash=basis.hash, generation=basis.template_generation):
         skip_since = since
     return NodeOutcome(node=node, fit=fit, pods=live, manage=manage, counts=counts, volatile=volatile, old=old,

@@ -298,7 +298,8 @@ def plan_sync(snapshot: SyncSnapshot) -> SyncPlan:
     burst = _burst(ds, snapshot.global_burst, events)
     cleanup = tuple(hist.plan_history_cleanup(ds=ds, old_revisions=history.old,
                                               pods=_all_pods(snapshot.view, uid, table))) if history.old else ()
-    budget = _budget(ds, snapshot.budget, table, pods, skipped=len(skipped), api_version=api_version, kind=kind)
+    desired_skipped = sum(1 for n in skipped if _should_run(table.outcomes.get(n)))
+    budget = _budget(ds, snapshot.budget, table, pods, skipped=desired_skipped, api_version=api_version, kind=kind)
     events.extend(budget.events)
     return replace(common, events=tuple(events), pods=pods, burst=burst, cleanup=cleanup, budget=budget.write,
                    status=status(True, budget),
@@ -487,6 +488,10 @@ def _lifecycle_hold(ds: Obj, table: NodeTable, skipped: frozenset[str], left_out
         parts.append(f"{gone} departing {'node' if gone == 1 else 'nodes'}")
     return Hold(UNHEALTHY_NODES if unhealthy else DEPARTING_NODES,
                 f"waits for {' and '.join(parts)}: every other node is updated")
+
+
+def _should_run(outcome: NodeOutcome | None) -> bool:
+    return outcome is not None and outcome.fit is not None and outcome.fit.should_run
 
 
 def _incomplete(outcome: NodeOutcome | None) -> bool:
