@@ -58,6 +58,7 @@ __all__ = [
     "node_facts",
     "skipped_message",
     "skipped_nodes",
+    "skipped_on",
     "unhealthy_since",
 ]
 
@@ -187,6 +188,25 @@ def skipped_nodes(candidates: Mapping[str, float], *, seconds: int, now: float) 
         elif soonest is None or left < soonest:
             soonest = left
     return frozenset(skipped), soonest
+
+
+def skipped_on(
+    nodes: Mapping[str, Obj], pods_by_node: Mapping[str, Sequence[Obj]], *, should_run: Iterable[str], hash: str,
+    generation: int | None, seconds: int, now: float,
+) -> frozenset[str]:
+    """The nodes ``unhealthyNodePolicy: Skip`` leaves out at ``now``, worked out from the objects
+    (node name -> node; node name -> the DaemonSet's pods there), as the planner works it out from
+    its node table: for a reader with no table, such as ``dsctl view``."""
+    wanted = set(should_run)
+    candidates: dict[str, float] = {}
+    for node_name in wanted | set(pods_by_node):
+        node = nodes.get(node_name)
+        pods = [p for p in pods_by_node.get(node_name, ()) if is_map(p)]
+        since = unhealthy_since(node) if node is not None else None
+        if since is None or counts_when_unhealthy(pods, since=since, hash=hash, generation=generation):
+            continue
+        candidates[node_name] = since
+    return skipped_nodes(candidates, seconds=seconds, now=now)[0]
 
 
 def skipped_message(nodes: Sequence[str], *, seconds: int, shown: int = 10) -> str:

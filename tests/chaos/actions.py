@@ -45,6 +45,7 @@ __all__ = [
 ]
 
 IN_PLACE_ANNOTATION = "dsctl.io/rolling-update-type"
+MAX_DISRUPTIONS_ANNOTATION = "dsctl.io/max-disruptions"
 
 T = TypeVar("T")
 
@@ -85,6 +86,8 @@ def ds_body(spec: DaemonSetSpec, *, version: int) -> dict[str, Any]:
                      strategy=strategy, min_ready_seconds=spec.min_ready_seconds)
     if spec.strategy.get(IN_PLACE):
         body["metadata"]["annotations"] = {IN_PLACE_ANNOTATION: "InPlaceIfPossible"}
+    if spec.max_disruptions is not None:
+        body["metadata"].setdefault("annotations", {})[MAX_DISRUPTIONS_ANNOTATION] = str(spec.max_disruptions)
     body["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = spec.grace_seconds
     # Shell operators as real templates hold them: every revision update (a rollback renumbers
     # one) must then send data bytes the simulator compares as kube-apiserver does.
