@@ -16,7 +16,8 @@ DaemonSet:
 The departing signals, as the tools that send them write them (ADR 0101, ADR 0102):
 
 - the kubelet's graceful node shutdown: ``Ready`` False, reason ``KubeletNotReady``, with
-  ``node is shutting down`` among the errors of its message (the kubelet sets no taint);
+  ``node is shutting down`` among the aggregated errors of its message (the kubelet sets no
+  taint);
 - cluster-autoscaler's scale-down: the taint ``ToBeDeletedByClusterAutoscaler``;
 - Karpenter's disruption: the taint ``karpenter.sh/disrupted``;
 - a Node with a ``deletionTimestamp`` (held by a finalizer, Karpenter's
@@ -123,7 +124,9 @@ def _shutting_down(node: Obj) -> bool:
     ready = _ready(node)
     if ready is None or ready.get("status") != "False":
         return False
-    return any(part.strip() == SHUTTING_DOWN_MESSAGE for part in text(ready.get("message")).split(","))
+    # The kubelet aggregates its errors: one alone is the message, several read "[a, b]", and a
+    # soft-requirement warning may follow. The shutdown manager's error is a fixed phrase.
+    return SHUTTING_DOWN_MESSAGE in text(ready.get("message"))
 
 
 def departing_reason(node: Obj) -> str | None:
