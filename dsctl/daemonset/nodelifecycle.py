@@ -147,10 +147,32 @@ def node_facts(node: Obj | None) -> NodeFacts:
     """Both facts of ``node``; a node the cache does not know is ``HEALTHY``."""
     if node is None:
         return HEALTHY
+    if type(node) is dict and _plainly_healthy(node):
+        return HEALTHY
     since, departing = unhealthy_since(node), departing_reason(node)
     if since is None and departing is None:
         return HEALTHY
     return NodeFacts(unhealthy_since=since, departing=departing)
+
+
+def _plainly_healthy(node: dict[str, Any]) -> bool:
+    """The common case, read from plain dicts in one pass: Ready True, no taint, not deleted.
+
+    Every planned node of every sync goes through here; anything else takes the full readers."""
+    meta = node.get("metadata")
+    if type(meta) is not dict or meta.get("deletionTimestamp"):
+        return False
+    spec_ = node.get("spec")
+    if type(spec_) is dict and spec_.get("taints"):
+        return False
+    status_ = node.get("status")
+    conditions = status_.get("conditions") if type(status_) is dict else None
+    if type(conditions) is not list:
+        return False
+    for condition in conditions:
+        if type(condition) is dict and condition.get("type") == "Ready":
+            return condition.get("status") == "True"
+    return False
 
 
 def lifecycle_signature(node: Obj) -> tuple[Any, ...]:
