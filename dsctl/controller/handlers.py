@@ -32,7 +32,7 @@ from typing import Any
 import structlog
 
 from dsctl.daemonset.access import min_ready_seconds
-from dsctl.daemonset.eligibility import eligibility_signature, node_should_run
+from dsctl.daemonset.eligibility import Fit, eligibility_signature, node_should_run
 from dsctl.daemonset.podchange import same_for_planning
 from dsctl.daemonset.template import target_node
 from dsctl.informer import object_key
@@ -70,6 +70,8 @@ class Handlers:
     ``enqueue_prioritized`` and ``priority_of`` a node that joins wakes its DaemonSets in the
     priority lane and records the join in ``state.join_order``. ``state`` is where the
     handlers note what they observe (expectations, changes, the echo of a status write).
+    ``extra_tolerations`` are the ones every pod gets beyond upstream's (the readiness taint's),
+    so a node's eligibility is judged for the pod that is really created.
     """
 
     def __init__(
@@ -85,6 +87,7 @@ class Handlers:
         enqueue_prioritized: Callable[[str, int], None] | None = None,
         priority_of: Callable[[Obj], int] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        extra_tolerations: tuple[Mapping[str, Any], ...] = (),
     ) -> None:
         self._kind = ds_kind
         self._get_ds = get_daemonset
@@ -98,6 +101,7 @@ class Handlers:
         self._enqueue_prioritized = enqueue_prioritized
         self._priority_of = priority_of
         self._monotonic = monotonic
+        self._extra = extra_tolerations
 
     # -- owners -------------------------------------------------------------------------------
 
@@ -270,6 +274,9 @@ class Handlers:
 
     # -- nodes --------------------------------------------------------------------------------
 
+    def _fit(self, ds: Obj, node: Obj) -> Fit:
+        return node_should_run(ds, node, extra=self._extra)
+
     def _wake_for_node(self, node: Obj, wanting: list[Obj]) -> None:
         """Enqueue the DaemonSets a node now wants, in the priority lane when priorities are known."""
         if self._enqueue_prioritized is None or self._priority_of is None:
@@ -285,7 +292,7 @@ class Handlers:
     def on_node_add(self, node: Obj) -> None:
         """A node joined: wake every DaemonSet that should run a pod there, by pod priority."""
         self._changes.node_changed(name(node))
-        self._wake_for_node(node, [ds for ds in self._list_ds() if node_should_run(ds, node)[0]])
+        self._wake_for_node(node, [ds for ds in self._list_ds() if self._fit(ds, node)[0]])
 
     def on_node_update(self, old: Obj, new: Obj) -> None:
         """Heartbeats are dropped cheaply; real changes wake only the DaemonSets that flip.
@@ -297,7 +304,7 @@ class Handlers:
         self._changes.node_changed(name(new))
         eligible: list[Obj] = []
         for ds in self._list_ds():
-            before, after = node_should_run(ds, old), node_should_run(ds, new)
+            before, after = self._fit(ds, old), self._fit(ds, new)
             if before == after:
                 continue
             if after[0] and not before[0]:
@@ -313,7 +320,7 @@ class Handlers:
         self._state.forget_node(node_name)
         keys = {k for pod in self._pods_on_node(node_name) if (k := self._owner_key(pod)) is not None}
         for ds in self._list_ds():
-            if node_should_run(ds, node)[0]:
+            if self._fit(ds, node)[0]:
                 keys.add(object_key(ds))
         for key in sorted(keys):
             self._enqueue(key)

@@ -27,6 +27,7 @@ __all__ = [
     "FAILED_DELETE",
     "FAILED_DELETE_REVISION",
     "FAILED_IN_PLACE_UPDATE",
+    "FAILED_PATCH_NODE",
     "FAILED_PATCH_POD",
     "FAILED_PATCH_REVISION",
     "FAILED_UPDATE_REVISION",
@@ -40,6 +41,8 @@ __all__ = [
     "NEW_REVISION_CREATED",
     "PROGRESSING",
     "PROGRESS_DEADLINE_EXCEEDED",
+    "READINESS_GATE_TIMEOUT",
+    "READINESS_TAINT_ADDED",
     "REPLICA_FAILURE",
     "REVISION_OUT_OF_RANGE",
     "REVISION_UPDATED",
@@ -77,6 +80,11 @@ FAILED_UPDATE_REVISION = "FailedUpdateRevision"
 FAILED_PATCH_REVISION = "FailedPatchRevision"
 FAILED_DELETE_REVISION = "FailedDeleteRevision"
 FAILED_UPDATE_STATUS = "FailedUpdateStatus"
+
+# The node readiness gate records its events on the Node (dsctl.daemonset.readinessgate).
+READINESS_GATE_TIMEOUT = "ReadinessGateTimeout"
+READINESS_TAINT_ADDED = "ReadinessTaintAdded"
+FAILED_PATCH_NODE = "FailedPatchNode"
 
 # -- condition types and their reasons --------------------------------------------------------
 
@@ -137,6 +145,14 @@ EVENT_REASONS: tuple[EventReason, ...] = (
     EventReason(FAILED_PATCH_REVISION, "Warning", "Adopting or releasing a ControllerRevision was refused."),
     EventReason(FAILED_DELETE_REVISION, "Warning", "Deleting an old or duplicate ControllerRevision was refused."),
     EventReason(FAILED_UPDATE_STATUS, "Warning", "Writing the DaemonSet's status was refused."),
+    EventReason(READINESS_GATE_TIMEOUT, "Warning",
+                "On a Node: still carrying the readiness taint after --readiness-timeout; the message names the "
+                "gating DaemonSets not ready there. The taint stays."),
+    EventReason(READINESS_TAINT_ADDED, "Warning",
+                "On a Node (continuous mode): a gating DaemonSet's pod was not Ready for "
+                "--readiness-retaint-seconds, so the readiness taint was added back."),
+    EventReason(FAILED_PATCH_NODE, "Warning",
+                "On a Node: removing or adding the readiness taint was refused; the gate retries."),
 )
 """Every Event reason, on the DaemonSet unless the message names a pod."""
 

@@ -39,6 +39,7 @@ from dsctl.daemonset.extensions import (
     burst_replicas,
     deprecated_annotations,
     effective_burst,
+    node_readiness_gate,
     rollout_controls,
 )
 from dsctl.daemonset.inplace import templates_by_hash
@@ -356,10 +357,15 @@ def _mine(pod: Obj, uid: str) -> bool:
 
 
 def _read_controls(ds: Obj) -> RolloutControls | InvalidControl:
+    """The rollout controls, or the first extension field that cannot be read. An unreadable
+    ``nodeReadinessGate`` holds the rollout like an unreadable control: it is reported the same way,
+    and the gate itself takes it as true (ADR 0170)."""
     try:
-        return rollout_controls(ds)
+        controls = rollout_controls(ds)
+        node_readiness_gate(ds)
     except InvalidControl as exc:
         return exc
+    return controls
 
 
 def _node_labels(view: ClusterView) -> dict[str, Mapping[str, Any]]:

@@ -357,3 +357,19 @@ BASE = make_node("n1", labels={"a": "1"}, taints=[taint("x", "NoSchedule"), tain
 def test_eligibility_signature(changed: dict[str, Any], same: bool) -> None:
     """The signature changes exactly when labels or taints (the eligibility inputs) change."""
     assert (eligibility_signature(changed) == eligibility_signature(BASE)) is same
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        pytest.param((), (False, True), id="untolerated-noschedule"),
+        pytest.param(({"key": "dsctl.io/agents-not-ready", "operator": "Exists", "effect": "NoSchedule"},),
+                     (True, True), id="the-controllers-extra-toleration"),
+    ],
+)
+def test_extra_tolerations_count_as_the_pods_own(extra: tuple[dict[str, str], ...],
+                                                 expected: tuple[bool, bool]) -> None:
+    """The readiness taint rules a node out only for a pod that would not get its toleration."""
+    node = make_node("n1", taints=[{"key": "dsctl.io/agents-not-ready", "effect": "NoSchedule"}])
+    assert node_should_run(make_ds(), node, extra=extra) == expected
+    assert Eligibility.of(make_ds(), extra=extra).check(node) == expected

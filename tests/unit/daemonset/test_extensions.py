@@ -13,6 +13,7 @@ from dsctl.daemonset.extensions import (
     NO_CONTROLS,
     ExtensionField,
     burst_replicas,
+    node_readiness_gate,
     progress_deadline_seconds,
     rollout_controls,
 )
@@ -42,6 +43,8 @@ def test_default_is_what_the_readers_return(field: ExtensionField) -> None:
         assert getattr(NO_CONTROLS, _CONTROLS[field.name]) == read
     elif field.name == "progressDeadlineSeconds":
         read = progress_deadline_seconds(bare)
+    elif field.name == "nodeReadinessGate":
+        read = node_readiness_gate(bare)
     else:
         read = burst_replicas(bare)
     assert read == field.default
