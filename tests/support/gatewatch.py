@@ -85,6 +85,8 @@ class GateWatch:
     taint_key: str
     gating: Callable[[Obj], str | None]
     namespace: str | None = None
+    pod_selector: str | None = None
+    """A label selector for the pods watched (the gating ones and any a test follows), for large clusters."""
     violations: list[str] = field(default_factory=list)
     removals: list[Removal] = field(default_factory=list)
     added: list[Removal] = field(default_factory=list)
@@ -108,7 +110,7 @@ class GateWatch:
 
     async def __aenter__(self) -> GateWatch:
         nodes = await self.client.list(NODES)
-        pods = await self.client.list(PODS, namespace=self.namespace)
+        pods = await self.client.list(PODS, namespace=self.namespace, label_selector=self.pod_selector)
         for node in nodes["items"]:
             self._on_node("ADDED", node, initial=True)
         for pod in pods["items"]:
@@ -116,9 +118,10 @@ class GateWatch:
         self.nodes_rv = int(nodes["metadata"]["resourceVersion"])
         self.pods_rv = int(pods["metadata"]["resourceVersion"])
         self._tasks = [
-            asyncio.create_task(self._follow(NODES, None, str(self.nodes_rv), self._on_node_event), name="gate-nodes"),
-            asyncio.create_task(self._follow(PODS, self.namespace, str(self.pods_rv), self._on_pod_event),
-                                name="gate-pods"),
+            asyncio.create_task(self._follow(NODES, None, None, str(self.nodes_rv), self._on_node_event),
+                                name="gate-nodes"),
+            asyncio.create_task(self._follow(PODS, self.namespace, self.pod_selector, str(self.pods_rv),
+                                             self._on_pod_event), name="gate-pods"),
         ]
         return self
 
@@ -129,14 +132,14 @@ class GateWatch:
 
     # -- streams ------------------------------------------------------------------------------
 
-    async def _follow(self, res: Resource, namespace: str | None, rv: str,
+    async def _follow(self, res: Resource, namespace: str | None, selector: str | None, rv: str,
                       on_event: Callable[[str, Obj], None]) -> None:
         while True:
             try:
                 if not rv:
-                    rv = await self._relist(res, namespace)
-                async with contextlib.aclosing(self.client.watch(res, namespace=namespace, resource_version=rv)) \
-                        as events:
+                    rv = await self._relist(res, namespace, selector)
+                watch = self.client.watch(res, namespace=namespace, resource_version=rv, label_selector=selector)
+                async with contextlib.aclosing(watch) as events:
                     async for event in events:
                         obj = event["object"]
                         rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
@@ -149,10 +152,10 @@ class GateWatch:
                 self.errors.append(f"watch {res.plural}: {err!r}")
                 await asyncio.sleep(0.2)
 
-    async def _relist(self, res: Resource, namespace: str | None) -> str:
+    async def _relist(self, res: Resource, namespace: str | None, selector: str | None) -> str:
         """After a 410: list again. What happened in the gap cannot be ordered, so removals not yet
         judged, and taint changes found by the list, are counted in ``gaps``, never judged."""
-        listed = await self.client.list(res, namespace=namespace)
+        listed = await self.client.list(res, namespace=namespace, label_selector=selector)
         rv = int(listed["metadata"]["resourceVersion"])
         self.gaps += 1
         if res is NODES:
@@ -247,6 +250,10 @@ class GateWatch:
                 continue
             live[state.owner] = live.get(state.owner, False) or state.ready
         return sorted(owner for owner, ready in live.items() if not ready)
+
+    def caught_up(self, rv: int) -> bool:
+        """Whether both streams have passed ``rv`` and every removal up to there is judged."""
+        return self.nodes_rv >= rv and self.pods_rv >= rv and not self._pending
 
     @property
     def judged(self) -> int:
