@@ -377,7 +377,7 @@ def node_readiness_gate(ds: Mapping[str, Any]) -> bool:
     """Whether ``ds`` gates its nodes (``dsctl.daemonset.readinessgate``); raises ``InvalidControl``.
 
     The gate reads an unreadable value as true: a taint held until the agent is available is the
-    safe side of a typo, and the sync reports the value (ADR 0170).
+    safe side of a typo, and the sync reports the value (ADR 0172).
     """
     found = _source(ds, NODE_READINESS_GATE_FIELD)
     if found is None:

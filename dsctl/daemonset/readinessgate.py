@@ -21,7 +21,7 @@ other. ``plan_gate`` decides, for one node, from what the caches hold:
 time dsctl added the taint, when it did; otherwise, for a node that carried the taint when this
 process first saw it, the node's ``creationTimestamp`` (a node registers with its startup taint,
 and the caches see it a moment later), unless the node is older than the timeout, which means the
-taint came later or this process restarted long after the join: then the first sighting. ADR 0170.
+taint came later or this process restarted long after the join: then the first sighting (ADR 0172).
 
 The changes themselves are JSON patches guarded by a ``test`` of the taint list as the cache
 holds it (``removal_patch``, ``addition_patch``), so a concurrent change to the node's taints is

@@ -359,7 +359,7 @@ def _mine(pod: Obj, uid: str) -> bool:
 def _read_controls(ds: Obj) -> RolloutControls | InvalidControl:
     """The rollout controls, or the first extension field that cannot be read. An unreadable
     ``nodeReadinessGate`` holds the rollout like an unreadable control: it is reported the same way,
-    and the gate itself takes it as true (ADR 0170)."""
+    and the gate itself takes it as true (ADR 0172)."""
     try:
         controls = rollout_controls(ds)
         node_readiness_gate(ds)
