@@ -34,9 +34,11 @@ from typing import Any
 
 import orjson
 from common import (
+    RESULTS,
     PodWatch,
     SimProcess,
     controller,
+    cprofile_window,
     daemonset,
     environment,
     log,
@@ -135,8 +137,9 @@ async def run_once(args: argparse.Namespace, *, gated: bool) -> dict[str, Any]:
         key = f"default/{ref['name']}" if ref is not None else ""
         return key if key in gating_names else None
 
+    stats = RESULTS / f"{NAME}-{'gated' if gated else 'plain'}.pstats" if args.cprofile else None
     async with SimProcess(nodes=args.nodes, args=sim_args, startup_timeout=600) as sim, \
-            controller(sim.kubeconfig, *args.controller_arg) as ctl:
+            controller(sim.kubeconfig, *args.controller_arg, cprofile_to=stats) as ctl:
         assert ctl.proc is not None
         pid = ctl.proc.pid
         client = await KubeClient.from_config(kubeconfig=sim.kubeconfig, qps=1000, burst=1000,
@@ -156,6 +159,8 @@ async def run_once(args: argparse.Namespace, *, gated: bool) -> dict[str, Any]:
                 created: dict[str, float] = {}
                 cpu_before, stat_before, load_before = proc_usage(pid), cpu_times(), loadavg()
                 session = sim.session()
+                profiled = cprofile_window(pid if stats else None, stats)
+                profile = await profiled.__aenter__()
                 for j, name in enumerate(joined):
                     body = make_node(name, index=args.nodes + j, now=time.time())
                     if gated:
@@ -182,6 +187,9 @@ async def run_once(args: argparse.Namespace, *, gated: bool) -> dict[str, Any]:
                     await asyncio.sleep(0.1)
                 ready_at = all_ready(pods, joined, args.daemonsets)
                 cpu_after, stat_after, load_after = proc_usage(pid), cpu_times(), loadavg()
+                await profiled.__aexit__(None, None, None)
+                if profile:
+                    result["profile"] = profile
                 span = max(time.monotonic() - min(created.values()), 1e-9)
                 while args.pinned and any(f"default/{PINNED}-{n}" not in watch.bound_rv for n in joined):
                     if time.monotonic() > deadline:
@@ -262,6 +270,7 @@ def main() -> None:
     parser.add_argument("--pinned", action=argparse.BooleanOptionalAction, default=True,
                         help="a plain pod pinned to each joining node (held Pending by the taint, so the "
                              "scheduler retries it, and the controller sees its status writes)")
+    parser.add_argument("--cprofile", action="store_true", help="cProfile the controller during the joins")
     parser.add_argument("--tag", default="", help="store the result as <name>-<tag>.json instead")
     args = parser.parse_args()
     write_result(f"{NAME}-{args.tag}" if args.tag else NAME, asyncio.run(run(args)))

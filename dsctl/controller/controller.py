@@ -140,7 +140,7 @@ class DaemonSetController:
             list_daemonsets=lambda: list(caches.daemonsets.store.list()), pods_on_node=caches.pods_on_node,
             state=self.state, enqueue=queue.add, enqueue_after=queue.add_after,
             enqueue_prioritized=queue.add_prioritized if prioritized else None,
-            priority_of=caches.pod_priority if prioritized else None, extra_tolerations=self.extra_tolerations)
+            priority_of=caches.pod_priority if prioritized else None)
 
     def _gate(self, settings: GateSettings, registry: CollectorRegistry | None) -> NodeGate:
         """The node readiness gate: its worker side, and its handlers on the caches."""

@@ -32,7 +32,7 @@ from typing import Any
 import structlog
 
 from dsctl.daemonset.access import min_ready_seconds
-from dsctl.daemonset.eligibility import Fit, eligibility_signature, node_should_run
+from dsctl.daemonset.eligibility import Fit, eligibility_signature
 from dsctl.daemonset.podchange import same_for_planning
 from dsctl.daemonset.template import target_node
 from dsctl.informer import object_key
@@ -69,9 +69,9 @@ class Handlers:
     ``enqueue`` and ``enqueue_after`` add a DaemonSet key to the work queue; with
     ``enqueue_prioritized`` and ``priority_of`` a node that joins wakes its DaemonSets in the
     priority lane and records the join in ``state.join_order``. ``state`` is where the
-    handlers note what they observe (expectations, changes, the echo of a status write).
-    ``extra_tolerations`` are the ones every pod gets beyond upstream's (the readiness taint's),
-    so a node's eligibility is judged for the pod that is really created.
+    handlers note what they observe (expectations, changes, the echo of a status write), and
+    judge a node's eligibility through its plans' memory, with the tolerations the controller adds
+    to every pod.
     """
 
     def __init__(
@@ -87,7 +87,6 @@ class Handlers:
         enqueue_prioritized: Callable[[str, int], None] | None = None,
         priority_of: Callable[[Obj], int] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
-        extra_tolerations: tuple[Mapping[str, Any], ...] = (),
     ) -> None:
         self._kind = ds_kind
         self._get_ds = get_daemonset
@@ -101,7 +100,6 @@ class Handlers:
         self._enqueue_prioritized = enqueue_prioritized
         self._priority_of = priority_of
         self._monotonic = monotonic
-        self._extra = extra_tolerations
 
     # -- owners -------------------------------------------------------------------------------
 
@@ -275,7 +273,12 @@ class Handlers:
     # -- nodes --------------------------------------------------------------------------------
 
     def _fit(self, ds: Obj, node: Obj) -> Fit:
-        return node_should_run(ds, node, extra=self._extra)
+        """``ds``'s verdict for ``node``, through the plans' memory (``PlanMemory.fit``): the
+        DaemonSet's rules, the controller's extra tolerations included, are built once per
+        generation and the verdict kept by the node's version, so a node update (a readiness
+        taint removed on every join) costs a rule check per DaemonSet, not a rebuild of its rules,
+        and the sync that follows finds the verdict made."""
+        return self._state.plans.fit(object_key(ds), ds)(node)
 
     def _wake_for_node(self, node: Obj, wanting: list[Obj]) -> None:
         """Enqueue the DaemonSets a node now wants, in the priority lane when priorities are known."""
@@ -317,10 +320,10 @@ class Handlers:
         """A node left: its DaemonSets' desired counts change, and its pods must go."""
         node_name = name(node)
         self._changes.node_changed(node_name)
-        self._state.forget_node(node_name)
         keys = {k for pod in self._pods_on_node(node_name) if (k := self._owner_key(pod)) is not None}
         for ds in self._list_ds():
             if self._fit(ds, node)[0]:
                 keys.add(object_key(ds))
+        self._state.forget_node(node_name)  # after the verdicts above, which the plans' memory keeps
         for key in sorted(keys):
             self._enqueue(key)
