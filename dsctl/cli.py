@@ -4,6 +4,7 @@
 - ``dsctl sim``: the main job on a fresh machine: a simulated cluster, the controller and an
   example DaemonSet, with live progress. ``dsctl sim serve`` runs only the simulated cluster.
 - ``dsctl view``: a live, read-only web page of DaemonSets x nodes (``dsctl.view``).
+- ``dsctl plan -f FILE``: what applying a DaemonSet manifest would do, read-only (``dsctl.plan``).
 
 The simulated cluster is its own distribution (``dsctl-sim``, import package ``dsctl_sim``).
 This module never imports it: ``dsctl sim serve`` replaces the process with
@@ -41,16 +42,18 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 
 class _Parser(argparse.ArgumentParser):
-    """A bad flag is one line on stderr, naming the flag, the value and where help is; exit 2.
+    """A bad flag is one line on stderr, naming the flag, the value and where help is; exit 2
+    (``error_status`` changes it: ``dsctl plan`` keeps 2 for "changes").
     Subcommand parsers are built from the same class (argparse's default), so none of them
     takes an abbreviation: ``--node 5`` is an error, not ``--nodes 5``."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, error_status: int = 2, **kwargs: Any) -> None:
         kwargs["allow_abbrev"] = False
         super().__init__(*args, **kwargs)
+        self.error_status = error_status
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (see '{self.prog} --help')\n")
+        self.exit(self.error_status, f"{self.prog}: {message} (see '{self.prog} --help')\n")
 
 
 def parse_strictly(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
@@ -112,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
     from dsctl.view import cli as view_cli
 
     view_cli.register(commands)
+    from dsctl.plan import cli as plan_cli
+
+    plan_cli.register(commands)
     return parser
 
 

@@ -4,7 +4,7 @@ Each page in ``PAGES`` is a path under ``docs/`` and a function that renders it 
 definitions the program itself uses, so the page cannot drift from them:
 
 - ``reference/cli.md``: the flags of ``dsctl run`` (the ``Settings`` dataclass), ``dsctl sim``,
-  ``dsctl sim serve``, ``dsctl rollout`` and ``dsctl view`` (their argparse parsers);
+  ``dsctl sim serve``, ``dsctl rollout``, ``dsctl view`` and ``dsctl plan`` (their argparse parsers);
 - ``reference/metrics.md``: every metric family in the registry ``dsctl run`` serves, built
   by the same constructors, with leader election on, without sending a request;
 - ``reference/crd.md``: the fields, bounds and validation rules of the ``dsctl.io/v1`` CRD
@@ -159,7 +159,11 @@ def cli_page() -> str:
     out += ["\n## `dsctl view`\n",
             f"{top['view'].description} The same program runs as the kubectl plugin `kubectl dsctl view`; "
             "the [guide](../guide/view.md) says what the page shows.\n",
-            _options(top["view"])]
+            _options(top["view"]),
+            "\n## `dsctl plan -f FILE`\n",
+            f"{top['plan'].description} The same program runs as the kubectl plugin `kubectl dsctl plan`; "
+            "the [guide](../guide/plan.md) says how to read a plan.\n",
+            _options(top["plan"])]
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -12,4 +12,8 @@ it, and neither may import the other.
 - ``intstr``: int-or-percent values scaled against a total.
 - ``timefmt``: RFC 3339 timestamps, always UTC.
 - ``pods``: readiness, availability and controller references.
+- ``defaults``: kube-apiserver's defaulting of the objects the simulator serves (the DaemonSet's
+  pod template included, which is what the revision hash is computed over).
+- ``strictfields``: the fields each built-in type declares (``fields.json``), for strict field
+  validation.
 """

@@ -1,6 +1,6 @@
 """Unknown-field detection and pruning, and the field table it relies on.
 
-The table ``dsctl/sim/validation/fields.json`` is generated from the Kubernetes v1.36 OpenAPI
+The table ``dsctl_api/fields.json`` is generated from the Kubernetes v1.36 OpenAPI
 definitions shipped by the ``kubernetes-validate`` test dependency. To regenerate it after a
 Kubernetes upgrade, run this file as a script: ``python dsctl-sim/tests/test_validation_strict.py``.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-import dsctl_sim.validation
+import dsctl_api.strictfields
 from dsctl_sim.validation import prune_unknown_fields, strict_decoding_message, unknown_fields
 
 ROOTS = {
@@ -92,7 +92,7 @@ def build_field_table() -> dict[str, Any]:
 
 
 def _table_path() -> Path:
-    return Path(dsctl_sim.validation.__file__).with_name("fields.json")
+    return Path(dsctl_api.strictfields.__file__).with_name("fields.json")
 
 
 def test_field_table_matches_the_openapi_definitions() -> None:

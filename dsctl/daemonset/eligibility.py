@@ -16,6 +16,10 @@ For one DaemonSet against thousands of nodes, build ``Eligibility.of(ds)`` once 
 ``check`` per node; ``node_should_run`` is the one-shot form. ``extra`` names tolerations the
 controller adds to every pod beyond upstream's (the readiness taint's, ``readinessgate``): the
 verdict must be the one for the pod that is really created.
+
+Each verdict names the rule that keeps a new pod off the node (``Fit.reason``): it explains
+the decision, never makes it, and ``dsctl plan`` groups nodes by it. A rule added here gives
+its verdicts a reason of its own.
 """
 
 from __future__ import annotations
@@ -31,6 +35,10 @@ from dsctl_api.objects import as_list, as_map, is_map, labels, name, spec, text
 from dsctl_api.taints import find_untolerated
 
 __all__ = [
+    "NODE_AFFINITY",
+    "NODE_NAME",
+    "NODE_SELECTOR",
+    "TAINT",
     "Eligibility",
     "Fit",
     "eligibility_signature",
@@ -43,15 +51,34 @@ _BLOCKING = ("NoSchedule", "NoExecute")
 _EVICTING = ("NoExecute",)
 
 
+NODE_NAME = "nodeName"
+"""The template's ``nodeName`` names another node."""
+NODE_SELECTOR = "nodeSelector"
+"""The node's labels fail the template's ``nodeSelector``."""
+NODE_AFFINITY = "nodeAffinity"
+"""The node fails the template's required node affinity."""
+TAINT = "taint"
+"""A ``NoSchedule`` or ``NoExecute`` taint the pod does not tolerate; the reason reads
+``taint <key>[=<value>]:<effect>``, naming the first such taint."""
+
+
 class Fit(NamedTuple):
-    """The verdict for one node; unpacks as ``should_run, should_continue_running``."""
+    """The verdict for one node: ``should_run`` and ``should_continue_running`` decide.
+
+    ``reason`` is why ``should_run`` is False (one of the rule names above, "" when the pod
+    should run). It is for people and ``dsctl plan``; no planner reads it.
+    """
 
     should_run: bool
     should_continue_running: bool
+    reason: str = ""
 
 
 NO = Fit(False, False)
 YES = Fit(True, True)
+_BY_NODE_NAME = Fit(False, False, NODE_NAME)
+_BY_NODE_SELECTOR = Fit(False, False, NODE_SELECTOR)
+_BY_NODE_AFFINITY = Fit(False, False, NODE_AFFINITY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,16 +117,24 @@ class Eligibility:
         """``(should_run, should_continue_running)`` for ``node``."""
         node_name = name(node)
         if self.template_node_name and self.template_node_name != node_name:
-            return NO
+            return _BY_NODE_NAME
         if not self.placement_free and not required_node_affinity_matches(self.placement_spec, as_map(node)):
-            return NO
+            selector_only = {"nodeSelector": self.placement_spec.get("nodeSelector")}
+            return _BY_NODE_SELECTOR if not required_node_affinity_matches(selector_only, as_map(node)) \
+                else _BY_NODE_AFFINITY
         taints = [t for t in as_list(spec(node).get("taints")) if is_map(t)]
         if not taints:
             return YES
-        if find_untolerated(taints, self.tolerations, _BLOCKING) is None:
+        blocking = find_untolerated(taints, self.tolerations, _BLOCKING)
+        if blocking is None:
             return YES
         evicted = find_untolerated(taints, self.tolerations, _EVICTING) is not None
-        return Fit(False, not evicted)
+        return Fit(False, not evicted, _taint_reason(blocking))
+
+
+def _taint_reason(taint: Mapping[str, Any]) -> str:
+    key, value, effect = text(taint.get("key")), text(taint.get("value")), text(taint.get("effect"))
+    return f"{TAINT} {key}={value}:{effect}" if value else f"{TAINT} {key}:{effect}"
 
 
 def node_should_run(ds: Mapping[str, Any], node: Mapping[str, Any], *,

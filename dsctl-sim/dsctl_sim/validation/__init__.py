@@ -38,13 +38,17 @@ by ``crschema.CustomSchema`` (the CEL rules in ``cel``), which the CRD controlle
 to the served type.
 
 Also exported: ``Causes`` (the cause-list builder) and ``pull_policy_for(image)``.
+
+Defaulting and the field table live in ``dsctl_api`` (``dsctl_api.defaults``,
+``dsctl_api.strictfields``): ``dsctl plan`` defaults a manifest and checks its fields with the
+same code before it predicts a revision hash.
 """
 
+from dsctl_api.defaults import apply_defaults, pull_policy_for
+from dsctl_api.strictfields import prune_unknown_fields, strict_decoding_message, unknown_fields
 from dsctl_sim.validation.causes import Causes
-from dsctl_sim.validation.defaults import apply_defaults, pull_policy_for
 from dsctl_sim.validation.dispatch import validate
 from dsctl_sim.validation.ranges import decode_error
-from dsctl_sim.validation.strict import prune_unknown_fields, strict_decoding_message, unknown_fields
 
 __all__ = [
     "Causes",

@@ -6,12 +6,17 @@ from typing import Any
 
 import pytest
 
-from dsctl.daemonset.eligibility import Eligibility, eligibility_signature, evaluate_nodes, node_should_run
+from dsctl.daemonset.eligibility import Eligibility, Fit, eligibility_signature, evaluate_nodes, node_should_run
 
 from .objects import SIMPLE, SIMPLE2, make_ds, make_node, taint
 
 YES = (True, True)
 NO = (False, False)
+
+
+def decided(fit: Fit) -> tuple[bool, bool]:
+    """The decision of a verdict, without the reason that explains it."""
+    return fit.should_run, fit.should_continue_running
 KEEP_ONLY = (False, True)
 
 
@@ -73,7 +78,7 @@ def test_upstream_node_should_run_cases(
     """Only nodeName, nodeSelector and required affinity decide; resources, ports and cordons do not."""
     ds = make_ds(pod_spec=pod_spec)
     node = make_node("test-node", labels=SIMPLE, unschedulable=unschedulable)
-    assert node_should_run(ds, node) == expected
+    assert decided(node_should_run(ds, node)) == expected
 
 
 LABELS = {"zone": "a", "cores": "8", "gpu": "yes"}
@@ -142,7 +147,7 @@ LABELS = {"zone": "a", "cores": "8", "gpu": "yes"}
 def test_required_affinity_operators(terms: list[dict[str, Any]], expected: bool) -> None:
     """Every node-selector operator and matchFields decide eligibility (both answers together)."""
     ds = make_ds(pod_spec=_affinity(*terms))
-    assert node_should_run(ds, make_node("n1", labels=LABELS)) == (expected, expected)
+    assert decided(node_should_run(ds, make_node("n1", labels=LABELS))) == (expected, expected)
 
 
 @pytest.mark.parametrize(
@@ -243,12 +248,12 @@ DEDICATED_TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "user1
 def test_taints(taints: list[Any], pod_spec: dict[str, Any], expected: tuple[bool, bool]) -> None:
     """Untolerated NoSchedule blocks new pods only; untolerated NoExecute also evicts."""
     ds = make_ds(pod_spec=pod_spec)
-    assert node_should_run(ds, make_node("n1", taints=taints)) == expected
+    assert decided(node_should_run(ds, make_node("n1", taints=taints))) == expected
 
 
 def test_not_ready_condition_without_taint_is_eligible() -> None:
     """A NotReady node without the not-ready taint is judged by its taints only."""
-    assert node_should_run(make_ds(), make_node("n1", ready=False)) == YES
+    assert decided(node_should_run(make_ds(), make_node("n1", ready=False))) == YES
 
 
 @pytest.mark.parametrize(
@@ -269,14 +274,14 @@ def test_not_ready_condition_without_taint_is_eligible() -> None:
 )
 def test_malformed_objects(ds: dict[str, Any], node: dict[str, Any], expected: tuple[bool, bool]) -> None:
     """Malformed DaemonSets and nodes never raise."""
-    assert node_should_run(ds, node) == expected
+    assert decided(node_should_run(ds, node)) == expected
 
 
 def test_evaluate_nodes_keys_by_name_and_skips_nameless() -> None:
     """evaluate_nodes returns one verdict per named node."""
     ds = make_ds(pod_spec={"nodeSelector": {"color": "blue"}})
     nodes = [make_node("a", labels={"color": "blue"}), make_node("b"), {"metadata": {}}]
-    assert evaluate_nodes(ds, nodes) == {"a": YES, "b": NO}
+    assert {n: decided(f) for n, f in evaluate_nodes(ds, nodes).items()} == {"a": YES, "b": NO}
 
 
 def test_eligibility_is_reusable_across_nodes() -> None:
@@ -303,7 +308,7 @@ def test_placement_check_skipped_only_when_no_node_can_fail_it(pod_spec: dict[st
     rules = Eligibility.of(make_ds(pod_spec=pod_spec))
     assert rules.placement_free is free
     node = make_node("n1", labels={"zone": "b"})
-    assert rules.check(node) == (YES if free else NO)
+    assert decided(rules.check(node)) == (YES if free else NO)
 
 
 def _with(node: dict[str, Any], **changes: Any) -> dict[str, Any]:
@@ -360,6 +365,32 @@ def test_eligibility_signature(changed: dict[str, Any], same: bool) -> None:
 
 
 @pytest.mark.parametrize(
+    ("pod_spec", "node", "expected"),
+    [
+        pytest.param({}, make_node("n1", labels=SIMPLE), Fit(True, True, ""), id="eligible-has-no-reason"),
+        pytest.param({"nodeName": "n2"}, make_node("n1"), Fit(False, False, "nodeName"), id="template-node-name"),
+        pytest.param({"nodeSelector": SIMPLE2}, make_node("n1", labels=SIMPLE), Fit(False, False, "nodeSelector"),
+                     id="node-selector"),
+        pytest.param({"nodeSelector": SIMPLE, **_affinity({"matchExpressions": [_expr("type", "In", "test")]})},
+                     make_node("n1", labels=SIMPLE), Fit(False, False, "nodeAffinity"),
+                     id="affinity-when-the-selector-passes"),
+        pytest.param({"nodeSelector": SIMPLE2, **_affinity({"matchExpressions": [_expr("type", "In", "test")]})},
+                     make_node("n1", labels=SIMPLE), Fit(False, False, "nodeSelector"),
+                     id="selector-named-first-when-both-fail"),
+        pytest.param({}, make_node("n1", taints=[taint("gpu", "NoSchedule", "a100")]),
+                     Fit(False, True, "taint gpu=a100:NoSchedule"), id="noschedule-taint-with-value"),
+        pytest.param({}, make_node("n1", taints=[taint("PreferNoSchedule", "PreferNoSchedule"),
+                                                 taint("dedicated", "NoExecute")]),
+                     Fit(False, False, "taint dedicated:NoExecute"), id="first-blocking-taint"),
+    ],
+)
+def test_verdict_names_the_rule_that_keeps_the_pod_off(pod_spec: dict[str, Any], node: dict[str, Any],
+                                                        expected: Fit) -> None:
+    """A negative verdict names the first placement rule the node fails; a positive one names none."""
+    assert node_should_run(make_ds(pod_spec=pod_spec), node) == expected
+
+
+@pytest.mark.parametrize(
     ("extra", "expected"),
     [
         pytest.param((), (False, True), id="untolerated-noschedule"),
@@ -371,5 +402,5 @@ def test_extra_tolerations_count_as_the_pods_own(extra: tuple[dict[str, str], ..
                                                  expected: tuple[bool, bool]) -> None:
     """The readiness taint rules a node out only for a pod that would not get its toleration."""
     node = make_node("n1", taints=[{"key": "dsctl.io/agents-not-ready", "effect": "NoSchedule"}])
-    assert node_should_run(make_ds(), node, extra=extra) == expected
-    assert Eligibility.of(make_ds(), extra=extra).check(node) == expected
+    assert node_should_run(make_ds(), node, extra=extra)[:2] == expected
+    assert Eligibility.of(make_ds(), extra=extra).check(node)[:2] == expected

@@ -4,10 +4,12 @@ kube-apiserver decodes built-in objects into Go structs, so a field the type doe
 never reaches storage: with ``fieldValidation=Strict`` (what plain ``kubectl apply`` sends) the
 write fails with ``strict decoding error: unknown field "spec.templat"``; with ``Warn`` the
 field is dropped and reported in a ``Warning`` header, with ``Ignore`` it is dropped silently
-(``dsctl_sim.fieldvalidation`` applies the modes). The simulator keeps dicts, so it needs the list of
-declared fields: ``fields.json`` holds the field tree of each served built-in type (names
-and nesting only, no descriptions), generated from the Kubernetes v1.36 OpenAPI definitions;
-``dsctl-sim/tests/test_validation_strict.py`` regenerates it and fails when it drifts.
+(the simulator's ``fieldvalidation`` applies the modes; ``dsctl plan`` refuses a manifest with
+any). Both keep dicts, so they need the list of declared fields: ``fields.json`` holds the
+field tree of each served built-in type (names and nesting only, no descriptions), generated
+from the Kubernetes v1.36 OpenAPI definitions; ``dsctl-sim/tests/test_validation_strict.py``
+regenerates it and fails when it drifts. ``key`` is the simulator's storage key
+(``apps/daemonsets``, ``pods``...).
 
 In the table a field's value is ``0`` (a leaf or free-form value: strings, quantities,
 int-or-string, ``RawExtension``, JSON), a type name (a nested struct), ``[type]`` (a list of
@@ -28,7 +30,7 @@ __all__ = ["prune_unknown_fields", "strict_decoding_message", "unknown_fields"]
 
 @functools.cache
 def _table() -> dict[str, Any]:
-    raw = importlib.resources.files("dsctl_sim.validation").joinpath("fields.json").read_bytes()
+    raw = importlib.resources.files("dsctl_api").joinpath("fields.json").read_bytes()
     table: dict[str, Any] = orjson.loads(raw)
     return table
 
