@@ -185,7 +185,10 @@ async def test_continuous_mode_retaints_and_untaints(sim: SimProcess, kube: Kube
         async def retainted() -> bool:
             return any(a.node == "n-1" for a in watch.added)
         await eventually(retainted, timeout=15, message="the taint added back")
-        [event] = await node_events(kube, "n-1", READINESS_TAINT_ADDED)
+
+        async def retaint_event() -> list[dict[str, Any]]:
+            return await node_events(kube, "n-1", READINESS_TAINT_ADDED)
+        [event] = await eventually(retaint_event, timeout=10, message="a ReadinessTaintAdded Warning on n-1")
         assert "default/cni" in event["message"]
         await kube.patch(PODS, name, {"metadata": {"annotations": {"sim.dsctl.io/never-ready": None}}},
                          namespace="default")
