@@ -8,6 +8,9 @@ DaemonSet: the safety net of a level-triggered controller for anything a missed 
 would otherwise leave unreconciled. PriorityClasses are only read to rank the syncs a new node
 triggers (``pod_priority``, see ``dsctl.daemonset.podpriority``). PodDisruptionBudgets are
 read by a sync only for the budget of its own DaemonSet's name (``dsctl.daemonset.budget``).
+With the node readiness gate, two more indexes let a DaemonSet event find the nodes it concerns without scanning every node:
+the nodes carrying the readiness taint (``BY_READINESS_TAINT``) and the gating DaemonSets
+(``BY_READINESS_GATE``).
 
 The view is read-only and synchronous by construction: a ``CacheView`` only has plain methods, so a plan
 made from it sees one state of the caches. Pods are indexed by *target* node (``spec.nodeName``,
@@ -23,10 +26,12 @@ from typing import Any, Protocol
 from prometheus_client import CollectorRegistry
 
 from dsctl.daemonset.access import pod_spec
+from dsctl.daemonset.extensions import gates_nodes
 from dsctl.daemonset.inplace import IN_PLACE_ANNOTATION
 from dsctl.daemonset.podpriority import global_default_priority, pod_priority
+from dsctl.daemonset.readinessgate import ReadinessTaint
 from dsctl.daemonset.template import target_node
-from dsctl.informer import BY_OWNER_UID, Informer, ReadOnlyStore, by_owner_uid, index_reads
+from dsctl.informer import BY_OWNER_UID, IndexFunc, Informer, ReadOnlyStore, by_owner_uid, index_reads
 from dsctl.informer.projections import make_pod_projection, project_node
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import (
@@ -42,17 +47,26 @@ from dsctl_api.objects import namespace
 from dsctl_api.pods import controller_ref
 
 __all__ = [
+    "BY_READINESS_GATE",
+    "BY_READINESS_TAINT",
     "BY_TARGET_NODE",
+    "INDEXED",
     "ORPHANS_BY_NAMESPACE",
     "CacheView",
     "Caches",
     "EventHandlers",
+    "by_readiness_gate",
+    "by_readiness_taint",
     "by_target_node",
     "orphans_by_namespace",
 ]
 
 BY_TARGET_NODE = "byTargetNode"
 ORPHANS_BY_NAMESPACE = "orphansByNamespace"
+BY_READINESS_TAINT = "byReadinessTaint"
+BY_READINESS_GATE = "byReadinessGate"
+INDEXED = "yes"
+"""The one value the two readiness-gate indexes file an object under."""
 
 Obj = Mapping[str, Any]
 
@@ -70,6 +84,22 @@ def orphans_by_namespace(obj: Obj) -> list[str]:
     if controller_ref(obj) is not None:
         return []
     return [namespace(obj)]
+
+
+@index_reads("spec.nodeReadinessGate", "metadata.annotations")
+def by_readiness_gate(obj: Obj) -> list[str]:
+    """Index function: a DaemonSet that gates its nodes (an unreadable value gates too)."""
+    return [INDEXED] if gates_nodes(obj) else []
+
+
+def by_readiness_taint(taint: ReadinessTaint) -> IndexFunc:
+    """Index function: a node that carries ``taint``."""
+
+    @index_reads("spec.taints")
+    def index(obj: Obj) -> list[str]:
+        return [INDEXED] if taint.on(obj) else []
+
+    return index
 
 
 class CacheView:
@@ -133,16 +163,20 @@ class Caches:
     """The controller's six informers; ``all`` in start order."""
 
     def __init__(self, client: KubeClient, resource: Resource, *, namespace: str | None, page_size: int,
-                 registry: CollectorRegistry | None) -> None:
+                 registry: CollectorRegistry | None, readiness_taint: ReadinessTaint | None = None) -> None:
+        gated = readiness_taint is not None
         self.daemonsets = Informer(client, resource, namespace=namespace, registry=registry,
-                                   resync_period=DAEMONSET_RESYNC_SECONDS, page_size=page_size)
+                                   resync_period=DAEMONSET_RESYNC_SECONDS, page_size=page_size,
+                                   indexers={BY_READINESS_GATE: by_readiness_gate} if gated else None)
         self.pods = Informer(
             client, PODS, namespace=namespace, registry=registry, page_size=page_size,
             indexers={BY_TARGET_NODE: by_target_node, BY_OWNER_UID: by_owner_uid,
                       ORPHANS_BY_NAMESPACE: orphans_by_namespace},
             transform=make_pod_projection(keep_annotations=(IN_PLACE_ANNOTATION,)),
         )
-        self.nodes = Informer(client, NODES, registry=registry, transform=project_node, page_size=page_size)
+        self.nodes = Informer(client, NODES, registry=registry, transform=project_node, page_size=page_size,
+                              indexers={BY_READINESS_TAINT: by_readiness_taint(readiness_taint)}
+                              if readiness_taint is not None else None)
         self.revisions = Informer(
             client, CONTROLLER_REVISIONS, namespace=namespace, registry=registry, page_size=page_size,
             indexers={BY_OWNER_UID: by_owner_uid, ORPHANS_BY_NAMESPACE: orphans_by_namespace},

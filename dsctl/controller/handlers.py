@@ -39,7 +39,7 @@ from typing import Any
 import structlog
 
 from dsctl.daemonset.access import min_ready_seconds
-from dsctl.daemonset.eligibility import eligibility_signature, node_should_run
+from dsctl.daemonset.eligibility import Fit, eligibility_signature
 from dsctl.daemonset.nodelifecycle import lifecycle_signature
 from dsctl.daemonset.podchange import same_for_planning
 from dsctl.daemonset.template import target_node
@@ -77,7 +77,9 @@ class Handlers:
     ``enqueue`` and ``enqueue_after`` add a DaemonSet key to the work queue; with
     ``enqueue_prioritized`` and ``priority_of`` a node that joins wakes its DaemonSets in the
     priority lane and records the join in ``state.join_order``. ``state`` is where the
-    handlers note what they observe (expectations, changes, the echo of a status write).
+    handlers note what they observe (expectations, changes, the echo of a status write), and
+    judge a node's eligibility through its plans' memory, with the tolerations the controller adds
+    to every pod.
     """
 
     def __init__(
@@ -306,6 +308,14 @@ class Handlers:
 
     # -- nodes --------------------------------------------------------------------------------
 
+    def _fit(self, ds: Obj, node: Obj) -> Fit:
+        """``ds``'s verdict for ``node``, through the plans' memory (``PlanMemory.fit``): the
+        DaemonSet's rules, the controller's extra tolerations included, are built once per
+        generation and the verdict kept by the node's version, so a node update (a readiness
+        taint removed on every join) costs a rule check per DaemonSet, not a rebuild of its rules,
+        and the sync that follows finds the verdict made."""
+        return self._state.plans.fit(object_key(ds), ds)(node)
+
     def _wake_for_node(self, node: Obj, wanting: list[Obj]) -> None:
         """Enqueue the DaemonSets a node now wants, in the priority lane when priorities are known."""
         if self._enqueue_prioritized is None or self._priority_of is None:
@@ -321,7 +331,7 @@ class Handlers:
     def on_node_add(self, node: Obj) -> None:
         """A node joined: wake every DaemonSet that should run a pod there, by pod priority."""
         self._changes.node_changed(name(node))
-        self._wake_for_node(node, [ds for ds in self._list_ds() if node_should_run(ds, node)[0]])
+        self._wake_for_node(node, [ds for ds in self._list_ds() if self._fit(ds, node)[0]])
 
     def on_node_update(self, old: Obj, new: Obj) -> None:
         """Heartbeats are dropped cheaply; real changes wake only the DaemonSets that flip, or,
@@ -337,9 +347,9 @@ class Handlers:
         self._changes.node_changed(node_name)
         eligible: list[Obj] = []
         for ds in self._list_ds():
-            after = node_should_run(ds, new)
+            after = self._fit(ds, new)
             if not same_fit:
-                before = node_should_run(ds, old)
+                before = self._fit(ds, old)
                 if before != after:
                     if after[0] and not before[0]:
                         eligible.append(ds)
@@ -359,10 +369,10 @@ class Handlers:
         """A node left: its DaemonSets' desired counts change, and its pods must go."""
         node_name = name(node)
         self._changes.node_changed(node_name)
-        self._state.forget_node(node_name)
         keys = {k for pod in self._pods_on_node(node_name) if (k := self._owner_key(pod)) is not None}
         for ds in self._list_ds():
-            if node_should_run(ds, node)[0]:
+            if self._fit(ds, node)[0]:
                 keys.add(object_key(ds))
+        self._state.forget_node(node_name)  # after the verdicts above, which the plans' memory keeps
         for key in sorted(keys):
             self._enqueue(key)

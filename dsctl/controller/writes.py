@@ -41,6 +41,7 @@ from dsctl.daemonset.reasons import (
     FAILED_DELETE_DISRUPTION_BUDGET,
     FAILED_DELETE_REVISION,
     FAILED_PATCH_DISRUPTION_BUDGET,
+    FAILED_PATCH_NODE,
     FAILED_PATCH_POD,
     FAILED_PATCH_REVISION,
     FAILED_UPDATE_REVISION,
@@ -64,6 +65,7 @@ __all__ = [
     "DELETE_REVISION",
     "PATCH_BUDGET",
     "PATCH_EVENT",
+    "PATCH_NODE",
     "PATCH_POD",
     "PATCH_REVISION",
     "UPDATE_REVISION",
@@ -123,9 +125,12 @@ DELETE_BUDGET = Write("delete", "poddisruptionbudgets", "PodDisruptionBudget", F
 CREATE_EVENT = Write("create", "events", "Event", None, None, "", "a new Event")
 PATCH_EVENT = Write("patch", "events", "Event", None, None, "", "the count of a repeated Event")
 
+PATCH_NODE = Write("patch", "nodes", "Node", FAILED_PATCH_NODE, None, "spec.taints",
+                   "remove or add the node readiness gate's taint (the event is on the Node)")
+
 WRITES: tuple[Write, ...] = (CREATE_POD, DELETE_POD, PATCH_POD, CREATE_REVISION, UPDATE_REVISION, PATCH_REVISION,
                              DELETE_REVISION, UPDATE_STATUS, CREATE_BUDGET, PATCH_BUDGET, DELETE_BUDGET, CREATE_EVENT,
-                             PATCH_EVENT)
+                             PATCH_EVENT, PATCH_NODE)
 
 
 class SyncClient(Protocol):
@@ -172,7 +177,9 @@ class Failure:
 
 
 def _key(obj: Mapping[str, Any]) -> str:
-    return f"{namespace_of(obj)}/{name_of(obj)}"
+    """``namespace/name``; a cluster-scoped object (a Node, for the readiness gate's writes) by its name."""
+    ns = namespace_of(obj)
+    return f"{ns}/{name_of(obj)}" if ns else name_of(obj)
 
 
 def describe(exc: errors.ApiError) -> str:

@@ -52,6 +52,7 @@ __all__ = [
     "EXTENSION_FIELDS",
     "IN_PLACE_IF_POSSIBLE",
     "MAX_DISRUPTIONS_FIELD",
+    "NODE_READINESS_GATE_FIELD",
     "NO_CONTROLS",
     "PARTITION_FIELD",
     "PAUSED_FIELD",
@@ -70,6 +71,8 @@ __all__ = [
     "effective_burst",
     "frozen_nodes",
     "max_disruptions",
+    "gates_nodes",
+    "node_readiness_gate",
     "progress_deadline_seconds",
     "rollout_controls",
     "set_at",
@@ -154,11 +157,16 @@ MAX_DISRUPTIONS_FIELD = ExtensionField(
     "maxDisruptions", _SPEC, ANNOTATION_PREFIX + "max-disruptions", "integer >= 0, or a percentage 0%-100%", None,
     "Keep a PodDisruptionBudget that lets evictions take at most this many of the pods (a percentage of the "
     "desired pods, rounded up); unset: none.")
+NODE_READINESS_GATE_FIELD = ExtensionField(
+    "nodeReadinessGate", _SPEC, ANNOTATION_PREFIX + "node-readiness-gate", "boolean", False,
+    "Hold the readiness taint (--readiness-taint) on every node this DaemonSet should run on until its pod "
+    "there is available.")
 
 EXTENSION_FIELDS: tuple[ExtensionField, ...] = (
     PARTITION_FIELD, PAUSED_FIELD, SELECTOR_FIELD, ROLLING_UPDATE_TYPE_FIELD,
     PROGRESS_DEADLINE_FIELD, BURST_REPLICAS_FIELD,
     UNHEALTHY_NODE_POLICY_FIELD, UNHEALTHY_NODE_SECONDS_FIELD, MAX_DISRUPTIONS_FIELD,
+    NODE_READINESS_GATE_FIELD,
 )
 """Every field dsctl reads beyond apps/v1, in the order the reference page lists them."""
 
@@ -449,3 +457,31 @@ def effective_burst(ds: Mapping[str, Any], *, global_burst: int) -> int:
     except InvalidControl:
         return global_burst
     return global_burst if own is None else min(global_burst, own)
+
+
+# -- the node readiness gate ------------------------------------------------------------------
+
+
+def node_readiness_gate(ds: Mapping[str, Any]) -> bool:
+    """Whether ``ds`` gates its nodes (``dsctl.daemonset.readinessgate``); raises ``InvalidControl``.
+
+    The gate reads an unreadable value as true: a taint held until the agent is available is the
+    safe side of a typo, and the sync reports the value (ADR 0172).
+    """
+    found = _source(ds, NODE_READINESS_GATE_FIELD)
+    if found is None:
+        return False
+    value, where = found
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip() in _TRUE + _FALSE:
+        return value.strip() in _TRUE
+    raise InvalidControl(where, f"must be true or false, not {value!r}")
+
+
+def gates_nodes(ds: Mapping[str, Any]) -> bool:
+    """``node_readiness_gate``, with an unreadable value taken as true."""
+    try:
+        return node_readiness_gate(ds)
+    except InvalidControl:
+        return True

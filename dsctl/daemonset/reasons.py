@@ -33,6 +33,7 @@ __all__ = [
     "FAILED_DELETE_REVISION",
     "FAILED_IN_PLACE_UPDATE",
     "FAILED_PATCH_DISRUPTION_BUDGET",
+    "FAILED_PATCH_NODE",
     "FAILED_PATCH_POD",
     "FAILED_PATCH_REVISION",
     "FAILED_UPDATE_REVISION",
@@ -46,6 +47,8 @@ __all__ = [
     "NEW_REVISION_CREATED",
     "PROGRESSING",
     "PROGRESS_DEADLINE_EXCEEDED",
+    "READINESS_GATE_TIMEOUT",
+    "READINESS_TAINT_ADDED",
     "REPLICA_FAILURE",
     "REVISION_OUT_OF_RANGE",
     "REVISION_UPDATED",
@@ -89,6 +92,11 @@ DISRUPTION_BUDGET_NOT_OWNED = "DisruptionBudgetNotOwned"
 FAILED_CREATE_DISRUPTION_BUDGET = "FailedCreateDisruptionBudget"
 FAILED_PATCH_DISRUPTION_BUDGET = "FailedPatchDisruptionBudget"
 FAILED_DELETE_DISRUPTION_BUDGET = "FailedDeleteDisruptionBudget"
+
+# The node readiness gate records its events on the Node (dsctl.daemonset.readinessgate).
+READINESS_GATE_TIMEOUT = "ReadinessGateTimeout"
+READINESS_TAINT_ADDED = "ReadinessTaintAdded"
+FAILED_PATCH_NODE = "FailedPatchNode"
 
 # -- condition types and their reasons --------------------------------------------------------
 
@@ -160,6 +168,14 @@ EVENT_REASONS: tuple[EventReason, ...] = (
     EventReason(FAILED_CREATE_DISRUPTION_BUDGET, "Warning", "Creating the DaemonSet's budget was refused."),
     EventReason(FAILED_PATCH_DISRUPTION_BUDGET, "Warning", "Updating the DaemonSet's PodDisruptionBudget was refused."),
     EventReason(FAILED_DELETE_DISRUPTION_BUDGET, "Warning", "Deleting the DaemonSet's budget was refused."),
+    EventReason(READINESS_GATE_TIMEOUT, "Warning",
+                "On a Node: still carrying the readiness taint after --readiness-timeout; the message names the "
+                "gating DaemonSets not ready there. The taint stays."),
+    EventReason(READINESS_TAINT_ADDED, "Warning",
+                "On a Node (continuous mode): a gating DaemonSet's pod was not Ready for "
+                "--readiness-retaint-seconds, so the readiness taint was added back."),
+    EventReason(FAILED_PATCH_NODE, "Warning",
+                "On a Node: removing or adding the readiness taint was refused; the gate retries."),
 )
 """Every Event reason, on the DaemonSet unless the message names a pod."""
 

@@ -50,6 +50,7 @@ from dsctl.daemonset.extensions import (
     deprecated_annotations,
     effective_burst,
     max_disruptions,
+    node_readiness_gate,
     rollout_controls,
     set_at,
 )
@@ -414,10 +415,15 @@ def _mine(pod: Obj, uid: str) -> bool:
 
 
 def _read_controls(ds: Obj) -> RolloutControls | InvalidControl:
+    """The rollout controls, or the first extension field that cannot be read. An unreadable
+    ``nodeReadinessGate`` holds the rollout like an unreadable control: it is reported the same way,
+    and the gate itself takes it as true (ADR 0172)."""
     try:
-        return rollout_controls(ds)
+        controls = rollout_controls(ds)
+        node_readiness_gate(ds)
     except InvalidControl as exc:
         return exc
+    return controls
 
 
 def _node_labels(view: ClusterView) -> dict[str, Mapping[str, Any]]:

@@ -62,6 +62,7 @@ __all__ = [
     "first_sentence",
     "load_definitions",
     "main",
+    "readiness_gate",
     "render",
     "schema_node",
     "structural_schema",
@@ -556,6 +557,17 @@ def spec_limits() -> Schema:
     }
 
 
+def readiness_gate() -> Schema:
+    """The node readiness gate's field at ``spec`` level; see ``dsctl.daemonset.readinessgate``."""
+    return {
+        "nodeReadinessGate": {
+            "description": "dsctl: when true, a node that should run this DaemonSet's pod keeps the readiness "
+            "taint (dsctl run --readiness-taint) until that pod is available. Default false.",
+            "type": "boolean",
+        },
+    }
+
+
 def condition_extras() -> Schema:
     """dsctl's fields beyond apps/v1 in ``status.conditions[]`` (Deployment has them)."""
     return {
@@ -576,6 +588,7 @@ def build_crd(defs: Mapping[str, Schema], *, version: str = K8S_VERSION) -> dict
     rolling = spec["properties"]["updateStrategy"]["properties"]["rollingUpdate"]
     rolling["properties"].update(rollout_controls(defs))
     spec["properties"].update(spec_limits())
+    spec["properties"].update(readiness_gate())
     status = structural_schema(props["status"], defs, where="status")
     status["properties"]["conditions"]["items"]["properties"].update(condition_extras())
     schema: Schema = {

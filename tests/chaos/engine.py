@@ -267,6 +267,11 @@ class _Run:
         self.checker.exclude(step.target)
         await actions.join_node(self.client, step.target, blue=bool(step.params["blue"]))
 
+    async def _do_tainted_join(self, step: Step) -> None:
+        self.checker.exclude(step.target)
+        await actions.join_node(self.client, step.target, blue=bool(step.params["blue"]),
+                                taints=[actions.READINESS_TAINT])
+
     async def _do_node_delete(self, step: Step) -> None:
         self.checker.exclude(step.target)
         await actions.retrying(lambda: self.client.delete(NODES, step.target))
@@ -467,6 +472,9 @@ async def run_scenario(scenario: Scenario, *, bound: float | None = None,
                                  message="initial rollout settled")
                 for name in names:
                     await checker.observe(name)
+                gating = [d.name for d in scenario.daemonsets if d.gating]
+                if gating:
+                    await checker.watch_gate(str(actions.READINESS_TAINT["key"]), gating)
                 run.note("faults start")
                 t0 = time.monotonic()
                 restarter = asyncio.create_task(run.restart_lost(), name="chaos-restart-lost")
@@ -496,6 +504,10 @@ async def run_scenario(scenario: Scenario, *, bound: float | None = None,
                          f"observer watch errors {checker.observer_errors}, ledger relists {checker.ledger.relists}")
                 for name in names:
                     await checker.unobserve(name)
+                await checker.finish_gate()
+                if checker.gate is not None:
+                    run.note(f"readiness taints removed {len(checker.gate.removals)}, judged {checker.gate.judged}, "
+                             f"watch gaps {checker.gate_gaps}")
                 result.violations += checker.problems()
                 result.violations += budgets.violations
                 if result.convergence_seconds is not None:

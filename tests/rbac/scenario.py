@@ -5,8 +5,9 @@ leader election (acquire, renew, release), informers (list + watch of every kind
 revision-name collision (live gets of the revision and the DaemonSet, a collisionCount bump),
 a surge rollout, a rollback (revision renumbered) and history cleanup, orphaning and
 re-adoption of pods and revisions, release of a relabelled pod, an OnDelete update, a failing
-pod (delete plus ``FailedDaemonPod``), a repeated ``FailedCreate`` (the event recorder patches
-the count), and then CRD mode. It returns the permissions the controller used in each mode.
+pod (delete plus ``FailedDaemonPod``), the node readiness gate removing its taint (a node
+patch), a repeated ``FailedCreate`` (the event recorder patches the count), and then CRD mode.
+It returns the permissions the controller used in each mode.
 
 It asserts only what it must to know a step happened; reconciliation itself is pinned by the
 integration tests.
@@ -31,6 +32,7 @@ from dsctl.kube.resources import (
     Resource,
     crd_daemonsets,
 )
+from dsctl.kube.resources import NODES as NODES_RESOURCE
 from tests.rbac.grants import MANIFESTS
 from tests.support.builders import daemonset, rolling
 from tests.support.clusterview import daemon_pods, ds_status, is_ready
@@ -109,6 +111,7 @@ async def _apps_mode_steps(sim: SimProcess, kube: KubeClient) -> None:
         stories.create_task(_failing_pod_story(kube))
         stories.create_task(_in_place_story(kube))
         stories.create_task(_budget_story(kube))
+        stories.create_task(_readiness_gate_story(kube))
     await _failed_create_story(sim, kube)
 
 
@@ -216,6 +219,17 @@ async def _budget_story(kube: KubeClient) -> None:
     await kube.patch(DAEMONSETS, "budgeted", {"metadata": {"annotations": {"dsctl.io/max-disruptions": None}}},
                      namespace="default")
     await _until(lambda: min_available(None), "budget deleted")
+
+
+async def _readiness_gate_story(kube: KubeClient) -> None:
+    # The node readiness gate: a node carrying the taint, no gating DaemonSet wanting it: a node patch.
+    taint = {"key": "dsctl.io/agents-not-ready", "effect": "NoSchedule"}
+    await kube.patch(NODES_RESOURCE, "node-2", {"spec": {"taints": [taint]}})
+
+    async def untainted() -> bool:
+        return not ((await kube.get(NODES_RESOURCE, "node-2")).get("spec") or {}).get("taints")
+
+    await _until(untainted, "the readiness taint removed from node-2")
 
 
 async def _failing_pod_story(kube: KubeClient) -> None:

@@ -15,6 +15,7 @@ from dsctl.daemonset.extensions import (
     InvalidControl,
     burst_replicas,
     max_disruptions,
+    node_readiness_gate,
     progress_deadline_seconds,
     rollout_controls,
 )
@@ -47,6 +48,8 @@ def test_default_is_what_the_readers_return(field: ExtensionField) -> None:
         read = progress_deadline_seconds(bare)
     elif field.name == "maxDisruptions":
         read = max_disruptions(bare, desired=10)
+    elif field.name == "nodeReadinessGate":
+        read = node_readiness_gate(bare)
     else:
         read = burst_replicas(bare)
     assert read == field.default
