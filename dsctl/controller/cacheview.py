@@ -8,9 +8,9 @@ DaemonSet: the safety net of a level-triggered controller for anything a missed 
 would otherwise leave unreconciled. PriorityClasses are only read to rank the syncs a new node
 triggers (``pod_priority``, see ``dsctl.daemonset.podpriority``). PodDisruptionBudgets are
 read by a sync only for the budget of its own DaemonSet's name (``dsctl.daemonset.budget``).
-With the node readiness gate, two more indexes let a DaemonSet event find the nodes it concerns without scanning every node:
-the nodes carrying the readiness taint (``BY_READINESS_TAINT``) and the gating DaemonSets
-(``BY_READINESS_GATE``).
+With the node readiness gate, two more indexes let a DaemonSet event find the nodes it
+concerns without scanning every node: the nodes carrying the readiness taint
+(``BY_READINESS_TAINT``) and the gating DaemonSets (``BY_READINESS_GATE``).
 
 The view is read-only and synchronous by construction: a ``CacheView`` only has plain methods, so a plan
 made from it sees one state of the caches. Pods are indexed by *target* node (``spec.nodeName``,
