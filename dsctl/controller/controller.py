@@ -122,7 +122,8 @@ class DaemonSetController:
         self.handlers = self._handlers()
         self.syncer = Syncer(
             resource=resource, daemonsets=self.caches.daemonsets.store, view=self.caches.view(),
-            pods=self.caches.pods.store, state=self.state, executor=self._executor(), metrics=PlanMetrics(registry),
+            pods=self.caches.pods.store, state=self.state, budgets=self.caches.budgets.store,
+            executor=self._executor(), metrics=PlanMetrics(registry),
             global_burst=settings.burst_replicas, priority_of=self.caches.pod_priority, wall=wall,
             incremental=settings.incremental_planning)
         self.caches.connect(self.handlers)

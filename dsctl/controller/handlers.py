@@ -1,9 +1,16 @@
 """Informer event handlers: map every event to DaemonSet keys, and do nothing else.
 
 No API calls and no heavy work happen here. The one judgement made is which DaemonSets a
-node event concerns: a node update that leaves labels, taints and name unchanged (a status
-heartbeat, the overwhelming majority at scale) is dropped after one tuple comparison, and an
-update that changes them enqueues only the DaemonSets whose eligibility actually flips.
+node event concerns: a node update that leaves labels, taints, name and lifecycle unchanged (a
+status heartbeat, the overwhelming majority at scale) is dropped after two tuple comparisons,
+and an update that changes them enqueues only the DaemonSets whose eligibility actually flips.
+A change of the node's lifecycle (``nodelifecycle.lifecycle_signature``: Ready flips, a
+shutdown, a departing taint, a deletion) wakes the DaemonSets that should run a pod there or
+have one there, since none of them may flip eligibility.
+
+PodDisruptionBudget events wake the DaemonSet that owns the budget, or the one whose name it
+takes; a change of the budget's status alone (the disruption controller's, on every pod
+change) is dropped.
 
 A node that joins or becomes eligible wakes its DaemonSets through the queue's priority lane,
 ranked by their pods' priority (``priority_of``, see ``daemonset.podpriority``), so a
@@ -33,6 +40,7 @@ import structlog
 
 from dsctl.daemonset.access import min_ready_seconds
 from dsctl.daemonset.eligibility import Fit, eligibility_signature
+from dsctl.daemonset.nodelifecycle import lifecycle_signature
 from dsctl.daemonset.podchange import same_for_planning
 from dsctl.daemonset.template import target_node
 from dsctl.informer import object_key
@@ -270,6 +278,34 @@ class Handlers:
         if key is not None:
             self._enqueue(key)
 
+    # -- PodDisruptionBudgets -----------------------------------------------------------------
+
+    def _budget_key(self, pdb: Obj) -> str | None:
+        key = self._owner_key(pdb)
+        if key is not None:
+            return key
+        same_name = object_key(pdb)
+        return same_name if self._get_ds(same_name) is not None else None
+
+    def on_budget_add(self, pdb: Obj) -> None:
+        """A budget appeared: its DaemonSet (owner, or namesake) looks at it."""
+        key = self._budget_key(pdb)
+        if key is not None:
+            self._enqueue(key)
+
+    def on_budget_update(self, old: Obj, new: Obj) -> None:
+        """Only a change beyond the status matters to the DaemonSet."""
+        if resource_version(old) == resource_version(new) or _only_status_changed(old, new):
+            return
+        for obj in (old, new):
+            key = self._budget_key(obj)
+            if key is not None:
+                self._enqueue(key)
+
+    def on_budget_delete(self, pdb: Obj) -> None:
+        """A budget went: its DaemonSet writes it again if it still wants one."""
+        self.on_budget_add(pdb)
+
     # -- nodes --------------------------------------------------------------------------------
 
     def _fit(self, ds: Obj, node: Obj) -> Fit:
@@ -298,22 +334,35 @@ class Handlers:
         self._wake_for_node(node, [ds for ds in self._list_ds() if self._fit(ds, node)[0]])
 
     def on_node_update(self, old: Obj, new: Obj) -> None:
-        """Heartbeats are dropped cheaply; real changes wake only the DaemonSets that flip.
+        """Heartbeats are dropped cheaply; real changes wake only the DaemonSets that flip, or,
+        for a lifecycle change, those with a stake in the node.
 
         A DaemonSet that the node becomes eligible for goes by pod priority, as on a join.
         """
-        if eligibility_signature(old) == eligibility_signature(new):
+        same_fit = eligibility_signature(old) == eligibility_signature(new)
+        same_life = lifecycle_signature(old) == lifecycle_signature(new)
+        if same_fit and same_life:
             return
-        self._changes.node_changed(name(new))
+        node_name = name(new)
+        self._changes.node_changed(node_name)
         eligible: list[Obj] = []
         for ds in self._list_ds():
-            before, after = self._fit(ds, old), self._fit(ds, new)
-            if before == after:
-                continue
-            if after[0] and not before[0]:
-                eligible.append(ds)
-            else:
+            after = self._fit(ds, new)
+            if not same_fit:
+                before = self._fit(ds, old)
+                if before != after:
+                    if after[0] and not before[0]:
+                        eligible.append(ds)
+                    else:
+                        self._enqueue(object_key(ds))
+                    continue
+            if not same_life and after[0]:
                 self._enqueue(object_key(ds))
+        if not same_life:
+            for pod in self._pods_on_node(node_name):
+                key = self._owner_key(pod)
+                if key is not None:
+                    self._enqueue(key)
         self._wake_for_node(new, eligible)
 
     def on_node_delete(self, node: Obj) -> None:

@@ -35,9 +35,12 @@ import structlog
 
 from dsctl.daemonset.reasons import (
     FAILED_CREATE,
+    FAILED_CREATE_DISRUPTION_BUDGET,
     FAILED_CREATE_REVISION,
     FAILED_DELETE,
+    FAILED_DELETE_DISRUPTION_BUDGET,
     FAILED_DELETE_REVISION,
+    FAILED_PATCH_DISRUPTION_BUDGET,
     FAILED_PATCH_NODE,
     FAILED_PATCH_POD,
     FAILED_PATCH_REVISION,
@@ -53,11 +56,14 @@ from dsctl_api.objects import namespace as namespace_of
 from .metrics import WriteErrorMetrics
 
 __all__ = [
+    "CREATE_BUDGET",
     "CREATE_EVENT",
     "CREATE_POD",
     "CREATE_REVISION",
+    "DELETE_BUDGET",
     "DELETE_POD",
     "DELETE_REVISION",
+    "PATCH_BUDGET",
     "PATCH_EVENT",
     "PATCH_NODE",
     "PATCH_POD",
@@ -110,6 +116,12 @@ DELETE_REVISION = Write("delete", "controllerrevisions", "ControllerRevision", F
                         FAILED_DELETE_REVISION, "spec.revisionHistoryLimit", "duplicate or beyond the history limit")
 UPDATE_STATUS = Write("update", "daemonsets/status", "DaemonSet", FAILED_UPDATE_STATUS, None, "status",
                       "counters, observedGeneration, conditions, collisionCount")
+CREATE_BUDGET = Write("create", "poddisruptionbudgets", "PodDisruptionBudget", FAILED_CREATE_DISRUPTION_BUDGET,
+                      FAILED_CREATE_DISRUPTION_BUDGET, "spec.maxDisruptions", "the budget maxDisruptions asks for")
+PATCH_BUDGET = Write("patch", "poddisruptionbudgets", "PodDisruptionBudget", FAILED_PATCH_DISRUPTION_BUDGET,
+                     FAILED_PATCH_DISRUPTION_BUDGET, "spec.maxDisruptions", "minAvailable kept current as nodes change")
+DELETE_BUDGET = Write("delete", "poddisruptionbudgets", "PodDisruptionBudget", FAILED_DELETE_DISRUPTION_BUDGET,
+                      FAILED_DELETE_DISRUPTION_BUDGET, "spec.maxDisruptions", "the budget of a removed maxDisruptions")
 CREATE_EVENT = Write("create", "events", "Event", None, None, "", "a new Event")
 PATCH_EVENT = Write("patch", "events", "Event", None, None, "", "the count of a repeated Event")
 
@@ -117,7 +129,8 @@ PATCH_NODE = Write("patch", "nodes", "Node", FAILED_PATCH_NODE, None, "spec.tain
                    "remove or add the node readiness gate's taint (the event is on the Node)")
 
 WRITES: tuple[Write, ...] = (CREATE_POD, DELETE_POD, PATCH_POD, CREATE_REVISION, UPDATE_REVISION, PATCH_REVISION,
-                             DELETE_REVISION, UPDATE_STATUS, CREATE_EVENT, PATCH_EVENT, PATCH_NODE)
+                             DELETE_REVISION, UPDATE_STATUS, CREATE_BUDGET, PATCH_BUDGET, DELETE_BUDGET, CREATE_EVENT,
+                             PATCH_EVENT, PATCH_NODE)
 
 
 class SyncClient(Protocol):

@@ -46,6 +46,7 @@ __all__ = [
 ]
 
 IN_PLACE_ANNOTATION = "dsctl.io/rolling-update-type"
+MAX_DISRUPTIONS_ANNOTATION = "dsctl.io/max-disruptions"
 
 T = TypeVar("T")
 
@@ -88,6 +89,8 @@ def ds_body(spec: DaemonSetSpec, *, version: int) -> dict[str, Any]:
                      strategy=strategy, min_ready_seconds=spec.min_ready_seconds)
     if spec.strategy.get(IN_PLACE):
         body["metadata"]["annotations"] = {IN_PLACE_ANNOTATION: "InPlaceIfPossible"}
+    if spec.max_disruptions is not None:
+        body["metadata"].setdefault("annotations", {})[MAX_DISRUPTIONS_ANNOTATION] = str(spec.max_disruptions)
     if spec.gating:
         body["metadata"].setdefault("annotations", {})["dsctl.io/node-readiness-gate"] = "true"
     if spec.startup_seconds is not None:

@@ -36,7 +36,7 @@ _FIRST_THEMES = (
     "node-join", "node-delete", "taint-flap", "label-flap", "notready-flap", "template-churn", "rollback",
     "strategy-switch", "recreate", "token-rotation", "mixed",
 )
-_NODE_LIFE_THEMES = ("kubelet-stop", "node-shutdown", "departing")
+_NODE_LIFE_THEMES = ("kubelet-stop", "node-shutdown", "departing", "evictions")
 _GATE_THEMES = ("readiness-gate",)
 THEMES = (*_FIRST_THEMES, "apiserver-restart", "lease-faults", "forced-relist", *_NODE_LIFE_THEMES, *_GATE_THEMES)
 """Every theme; ``mixed`` draws several faults of any kind."""
@@ -51,7 +51,7 @@ FAULT_KINDS = (
     "kill", "failover", "node_join", "node_delete", "taint_flap", "label_flap", "notready_flap",
     "template_change", "rollback", "strategy_switch", "recreate", "token_rotation", "apiserver_restart",
     "lease_500", "lease_429", "lease_latency", "forced_relist",
-    "kubelet_stop", "node_shutdown", "departing_taint", "finalizer_delete",
+    "kubelet_stop", "node_shutdown", "departing_taint", "finalizer_delete", "evictions",
     "tainted_join",
 )
 """Step kinds that count as injected faults (``rollout`` steps start the rollouts, not counted)."""
@@ -86,9 +86,10 @@ _THEME_KINDS: dict[str, tuple[str, ...]] = {
     "kubelet-stop": ("kubelet_stop",),
     "node-shutdown": ("node_shutdown",),
     "departing": ("departing_taint", "finalizer_delete"),
+    "evictions": ("evictions",),
     "readiness-gate": ("tainted_join",),
 }
-_NODE_LIFE_KINDS = ("kubelet_stop", "node_shutdown", "departing_taint", "finalizer_delete")
+_NODE_LIFE_KINDS = ("kubelet_stop", "node_shutdown", "departing_taint", "finalizer_delete", "evictions")
 _GATE_KINDS = ("tainted_join",)
 """Nodes that join carrying the readiness taint, in the ``readiness-gate`` theme only (ADR 0171)."""
 # Extras mixed into any scenario: everything but the kinds that need two replicas from the start.
@@ -144,6 +145,9 @@ class DaemonSetSpec:
     tolerate_infra: bool = False
     min_ready_seconds: int = 0
     grace_seconds: int = 0
+    max_disruptions: int | None = None
+    """``dsctl.io/max-disruptions``: the first DaemonSet of every scenario keeps a budget of 1
+    (no draw from the seed, so every scenario keeps the faults it always had)."""
     gating: bool = False
     """The DaemonSet gates its nodes (``dsctl.io/node-readiness-gate``)."""
     startup_seconds: float | None = None
@@ -359,6 +363,11 @@ class _Builder:
             if name:
                 steps.append(Step(self.at(), kind, target=name, params={
                     "taint": rng.choice(["autoscaler", "karpenter"]), "duration": duration}))
+        elif kind == "evictions":
+            # VPA's updater: evictions of the budgeted DaemonSet's pods, each 429 retried later.
+            steps.append(Step(self.at(0.05, 0.5), kind, target=self.daemonsets[0].name, params={
+                "duration": round(rng.uniform(1.0, 2.5), 2), "interval": rng.choice([0.1, 0.2, 0.3]),
+                "pick": rng.randint(0, 1_000_000)}))
         elif kind == "finalizer_delete":
             name = self.node()
             if name:
@@ -417,6 +426,7 @@ def generate(seed: int, *, theme: str, index: int = 0, long: bool = False) -> Sc
             name=name, strategy=_strategy(rng, allow_on_delete=long and position > 0),
             node_selector=selector, tolerate_infra=rng.random() < 0.5,
             min_ready_seconds=rng.choice([0, 0, 1]) if long else 0, grace_seconds=rng.choice([0, 0, 1]),
+            max_disruptions=1 if position == 0 else None,
         ))
     if theme in _GATE_THEMES:
         # The first DaemonSet gates, with slower pods; no draw, so the rest of the scenario is as drawn.

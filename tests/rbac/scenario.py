@@ -20,8 +20,18 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
-from dsctl.kube.resources import CONTROLLER_REVISIONS, DAEMONSETS, EVENTS, NAMESPACES, PODS, Resource, crd_daemonsets
+from dsctl.kube.resources import (
+    CONTROLLER_REVISIONS,
+    DAEMONSETS,
+    EVENTS,
+    NAMESPACES,
+    POD_DISRUPTION_BUDGETS,
+    PODS,
+    Resource,
+    crd_daemonsets,
+)
 from dsctl.kube.resources import NODES as NODES_RESOURCE
 from tests.rbac.grants import MANIFESTS
 from tests.support.builders import daemonset, rolling
@@ -100,6 +110,7 @@ async def _apps_mode_steps(sim: SimProcess, kube: KubeClient) -> None:
         stories.create_task(_on_delete_story(kube))
         stories.create_task(_failing_pod_story(kube))
         stories.create_task(_in_place_story(kube))
+        stories.create_task(_budget_story(kube))
         stories.create_task(_readiness_gate_story(kube))
     await _failed_create_story(sim, kube)
 
@@ -186,6 +197,28 @@ async def _in_place_story(kube: KubeClient) -> None:
         return bool(pods) and pods[0]["spec"]["containers"][0]["image"] == IMAGE.format("b")
 
     await _until(patched, "inplace pod patched")
+
+
+async def _budget_story(kube: KubeClient) -> None:
+    # maxDisruptions: the DaemonSet's PodDisruptionBudget is created, patched, then deleted.
+    body = daemonset("budgeted", image=IMAGE.format("a"))
+    body["metadata"]["annotations"] = {"dsctl.io/max-disruptions": "1"}
+    await kube.create(DAEMONSETS, body, namespace="default")
+
+    async def min_available(wanted: int | None) -> bool:
+        try:
+            pdb = await kube.get(POD_DISRUPTION_BUDGETS, "budgeted", namespace="default")
+        except errors.NotFound:
+            return wanted is None
+        return bool(pdb["spec"].get("minAvailable") == wanted)
+
+    await _until(lambda: min_available(NODES - 1), "budget created")
+    await kube.patch(DAEMONSETS, "budgeted", {"metadata": {"annotations": {"dsctl.io/max-disruptions": "0"}}},
+                     namespace="default")
+    await _until(lambda: min_available(NODES), "budget patched")
+    await kube.patch(DAEMONSETS, "budgeted", {"metadata": {"annotations": {"dsctl.io/max-disruptions": None}}},
+                     namespace="default")
+    await _until(lambda: min_available(None), "budget deleted")
 
 
 async def _readiness_gate_story(kube: KubeClient) -> None:
