@@ -73,6 +73,11 @@ JOIN_RECHECK_SECONDS = 0.05
 """How soon a DaemonSet held back on a new node looks again: the higher-priority sync it waits
 for is usually already running, so waiting longer only delays its pods."""
 
+READINESS_GATE_WORKERS = 2
+"""Workers of the node readiness gate's queue: a node's sync is one cache read and at most one
+patch, so two keep a patch in flight while the next node is planned; a burst of joins is bounded
+by the client's QPS, not by the workers."""
+
 # -- the request path -------------------------------------------------------------------------
 
 SPLICE_FROM = 4

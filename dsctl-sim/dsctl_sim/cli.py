@@ -96,6 +96,9 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> argparse.ArgumentPa
                    help="seconds without a kubelet heartbeat (a kubelet stopped through the admin API) before "
                    "the node lifecycle marks the node Unknown; kube-controller-manager's "
                    "--node-monitor-grace-period is 50s (40s before Kubernetes 1.32)")
+    p.add_argument("--max-termination-seconds", type=_non_negative, default=1.0,
+                   help="cap on every pod's graceful termination by a running kubelet (tests stay quick); a "
+                   "stopped kubelet still keeps its deleted pods Terminating")
     p.add_argument("--no-control-plane", action="store_true",
                    help="serve the API only: no scheduler, kubelet, node lifecycle or GC")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
@@ -121,6 +124,7 @@ def options_from_args(args: argparse.Namespace) -> SimOptions:
         history_size=args.history_size, bookmark_seconds=args.bookmark_seconds,
         control_plane=not args.no_control_plane, token=args.token or None,
         node_monitor_grace_seconds=args.node_monitor_grace_seconds,
+        max_termination_seconds=args.max_termination_seconds,
     )
 
 

@@ -66,6 +66,8 @@ class SimOptions:
     """The only bearer token the API accepts (401 otherwise); None accepts any credentials."""
     node_monitor_grace_seconds: float = DEFAULT_GRACE_SECONDS
     """Seconds a stopped kubelet's node keeps its status before it is marked Unknown."""
+    max_termination_seconds: float = 1.0
+    """Cap on every pod's graceful termination by a running kubelet."""
 
 
 class SimCluster:
@@ -98,6 +100,7 @@ class SimCluster:
             self.control_plane = start_control_plane(
                 self.storage, pod_startup_seconds=opts.pod_startup_seconds,
                 node_monitor_grace_seconds=opts.node_monitor_grace_seconds,
+                max_termination_seconds=opts.max_termination_seconds,
             )
             self.state.kubelets = self.control_plane.kubelet
         self.url = await self.server.start(host=opts.host, port=opts.port)

@@ -116,6 +116,19 @@ def test_node_monitor_grace_flag() -> None:
         parser.parse_args(["serve", "--node-monitor-grace-seconds", "-1"])
 
 
+def test_max_termination_flag() -> None:
+    """``--max-termination-seconds`` reaches SimOptions; it defaults to 1 s."""
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    assert options_from_args(parser.parse_args(["serve"])).max_termination_seconds == 1.0
+    args = parser.parse_args(["serve", "--max-termination-seconds", "0.05"])
+    assert options_from_args(args).max_termination_seconds == 0.05
+    with pytest.raises(SystemExit):
+        parser.parse_args(["serve", "--max-termination-seconds", "-1"])
+
+
 async def test_sim_admin_helpers(live: Api) -> None:
     """SimAdmin drives the kubelet and the departing-node signals as the tools set them."""
     admin = SimAdmin(live.url)

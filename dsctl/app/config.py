@@ -14,6 +14,9 @@ from collections.abc import Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
+from dsctl.daemonset.readinessgate import DEFAULT_READINESS_TAINT, MODES, GateSettings, ReadinessTaint
+from dsctl_api.durations import parse_duration
+
 __all__ = ["ConfigError", "Settings", "add_arguments", "settings_from_args", "settings_table"]
 
 RESOURCE_APPS = "apps/v1"
@@ -61,6 +64,16 @@ class Settings:
                                           "not FIFO.")
     incremental_planning: bool = _opt(True, "Re-plan only the nodes that changed since a DaemonSet's last "
                                             "sync, with a full recount every five minutes.")
+    readiness_taint: str = _opt(DEFAULT_READINESS_TAINT, "The node readiness gate's taint, key[:effect] (effect "
+                                "NoSchedule unless given). Nodes register with it; every daemon pod tolerates "
+                                "it; dsctl removes it once the gating DaemonSets' pods are available. Empty: no "
+                                "gate.")
+    readiness_taint_mode: str = _opt(MODES[0], "bootstrap: the readiness taint is only removed; continuous: it is "
+                                     "also added back while a gating pod stays not Ready.", choices=MODES)
+    readiness_timeout: str = _opt("10m", "A node still gated after this long (a Go duration: 10m, 90s) gets a "
+                                  "Warning event naming the DaemonSets not ready; the taint stays.")
+    readiness_retaint_seconds: float = _opt(30.0, "Continuous mode: seconds a gating pod may be not Ready before "
+                                          "the readiness taint is added back.")
 
     def validate(self) -> Settings:
         """Return self, or raise ``ConfigError`` naming the first bad setting."""
@@ -90,6 +103,7 @@ class Settings:
             raise ConfigError("--stuck-sync-seconds must be > 0")
         if self.shutdown_timeout <= 0:
             raise ConfigError("--shutdown-timeout must be > 0")
+        self._gate_settings()
         from dsctl.app.http import parse_bind_address
 
         for name in ("metrics_bind_address", "health_probe_bind_address"):
@@ -98,6 +112,31 @@ class Settings:
             except ValueError as exc:
                 raise ConfigError(f"--{name.replace('_', '-')}: {exc}") from None
         return self
+
+
+    @property
+    def readiness_gate(self) -> GateSettings | None:
+        """The node readiness gate's settings; None when ``--readiness-taint`` is empty (no gate)."""
+        return self._gate_settings()
+
+    def _gate_settings(self) -> GateSettings | None:
+        """``readiness_gate``; raises ``ConfigError`` naming the first ``--readiness-*`` flag that cannot be read."""
+        if not self.readiness_taint:
+            return None
+        try:
+            taint = ReadinessTaint.parse(self.readiness_taint)
+        except ValueError as exc:
+            raise ConfigError(f"--readiness-taint: {exc}") from None
+        try:
+            timeout = parse_duration(self.readiness_timeout)
+        except ValueError as exc:
+            raise ConfigError(f"--readiness-timeout: {exc}") from None
+        if timeout <= 0:
+            raise ConfigError(f"--readiness-timeout must be longer than 0, not {self.readiness_timeout!r}")
+        if self.readiness_retaint_seconds <= 0:
+            raise ConfigError(f"--readiness-retaint-seconds must be > 0, not {self.readiness_retaint_seconds}")
+        return GateSettings(taint=taint, mode=self.readiness_taint_mode, timeout=timeout,
+                            retaint_seconds=self.readiness_retaint_seconds)
 
 
 def _env_name(name: str) -> str:

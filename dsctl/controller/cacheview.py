@@ -1,4 +1,4 @@
-"""The informer caches: the five informers (``Caches``), their indexes, and the view the
+"""The informer caches: the six informers (``Caches``), their indexes, and the view the
 planner reads them through (``CacheView``, a ``syncplan.ClusterView``).
 
 ``Caches`` builds each informer with the indexes and projections its readers need: pods by
@@ -6,7 +6,11 @@ target node, by owner UID and as orphans by namespace; revisions by owner and as
 nodes and pods projected to the fields the controller reads. A slow resync re-delivers every
 DaemonSet: the safety net of a level-triggered controller for anything a missed event or a bug
 would otherwise leave unreconciled. PriorityClasses are only read to rank the syncs a new node
-triggers (``pod_priority``, see ``dsctl.daemonset.podpriority``).
+triggers (``pod_priority``, see ``dsctl.daemonset.podpriority``). PodDisruptionBudgets are
+read by a sync only for the budget of its own DaemonSet's name (``dsctl.daemonset.budget``).
+With the node readiness gate, two more indexes let a DaemonSet event find the nodes it
+concerns without scanning every node: the nodes carrying the readiness taint
+(``BY_READINESS_TAINT``) and the gating DaemonSets (``BY_READINESS_GATE``).
 
 The view is read-only and synchronous by construction: a ``CacheView`` only has plain methods, so a plan
 made from it sees one state of the caches. Pods are indexed by *target* node (``spec.nodeName``,
@@ -22,29 +26,47 @@ from typing import Any, Protocol
 from prometheus_client import CollectorRegistry
 
 from dsctl.daemonset.access import pod_spec
+from dsctl.daemonset.extensions import gates_nodes
 from dsctl.daemonset.inplace import IN_PLACE_ANNOTATION
 from dsctl.daemonset.podpriority import global_default_priority, pod_priority
+from dsctl.daemonset.readinessgate import ReadinessTaint
 from dsctl.daemonset.template import target_node
-from dsctl.informer import BY_OWNER_UID, Informer, ReadOnlyStore, by_owner_uid, index_reads
+from dsctl.informer import BY_OWNER_UID, IndexFunc, Informer, ReadOnlyStore, by_owner_uid, index_reads
 from dsctl.informer.projections import make_pod_projection, project_node
 from dsctl.kube.client import KubeClient
-from dsctl.kube.resources import CONTROLLER_REVISIONS, NODES, PODS, PRIORITY_CLASSES, Resource
+from dsctl.kube.resources import (
+    CONTROLLER_REVISIONS,
+    NODES,
+    POD_DISRUPTION_BUDGETS,
+    PODS,
+    PRIORITY_CLASSES,
+    Resource,
+)
 from dsctl.tuning import DAEMONSET_RESYNC_SECONDS
 from dsctl_api.objects import namespace
 from dsctl_api.pods import controller_ref
 
 __all__ = [
+    "BY_READINESS_GATE",
+    "BY_READINESS_TAINT",
     "BY_TARGET_NODE",
+    "INDEXED",
     "ORPHANS_BY_NAMESPACE",
     "CacheView",
     "Caches",
     "EventHandlers",
+    "by_readiness_gate",
+    "by_readiness_taint",
     "by_target_node",
     "orphans_by_namespace",
 ]
 
 BY_TARGET_NODE = "byTargetNode"
 ORPHANS_BY_NAMESPACE = "orphansByNamespace"
+BY_READINESS_TAINT = "byReadinessTaint"
+BY_READINESS_GATE = "byReadinessGate"
+INDEXED = "yes"
+"""The one value the two readiness-gate indexes file an object under."""
 
 Obj = Mapping[str, Any]
 
@@ -62,6 +84,22 @@ def orphans_by_namespace(obj: Obj) -> list[str]:
     if controller_ref(obj) is not None:
         return []
     return [namespace(obj)]
+
+
+@index_reads("spec.nodeReadinessGate", "metadata.annotations")
+def by_readiness_gate(obj: Obj) -> list[str]:
+    """Index function: a DaemonSet that gates its nodes (an unreadable value gates too)."""
+    return [INDEXED] if gates_nodes(obj) else []
+
+
+def by_readiness_taint(taint: ReadinessTaint) -> IndexFunc:
+    """Index function: a node that carries ``taint``."""
+
+    @index_reads("spec.taints")
+    def index(obj: Obj) -> list[str]:
+        return [INDEXED] if taint.on(obj) else []
+
+    return index
 
 
 class CacheView:
@@ -116,40 +154,50 @@ class EventHandlers(Protocol):
     def on_revision_add(self, rev: Obj) -> None: ...
     def on_revision_update(self, old: Obj, new: Obj) -> None: ...
     def on_revision_delete(self, rev: Obj) -> None: ...
+    def on_budget_add(self, pdb: Obj) -> None: ...
+    def on_budget_update(self, old: Obj, new: Obj) -> None: ...
+    def on_budget_delete(self, pdb: Obj) -> None: ...
 
 
 class Caches:
-    """The controller's five informers; ``all`` in start order."""
+    """The controller's six informers; ``all`` in start order."""
 
     def __init__(self, client: KubeClient, resource: Resource, *, namespace: str | None, page_size: int,
-                 registry: CollectorRegistry | None) -> None:
+                 registry: CollectorRegistry | None, readiness_taint: ReadinessTaint | None = None) -> None:
+        gated = readiness_taint is not None
         self.daemonsets = Informer(client, resource, namespace=namespace, registry=registry,
-                                   resync_period=DAEMONSET_RESYNC_SECONDS, page_size=page_size)
+                                   resync_period=DAEMONSET_RESYNC_SECONDS, page_size=page_size,
+                                   indexers={BY_READINESS_GATE: by_readiness_gate} if gated else None)
         self.pods = Informer(
             client, PODS, namespace=namespace, registry=registry, page_size=page_size,
             indexers={BY_TARGET_NODE: by_target_node, BY_OWNER_UID: by_owner_uid,
                       ORPHANS_BY_NAMESPACE: orphans_by_namespace},
             transform=make_pod_projection(keep_annotations=(IN_PLACE_ANNOTATION,)),
         )
-        self.nodes = Informer(client, NODES, registry=registry, transform=project_node, page_size=page_size)
+        self.nodes = Informer(client, NODES, registry=registry, transform=project_node, page_size=page_size,
+                              indexers={BY_READINESS_TAINT: by_readiness_taint(readiness_taint)}
+                              if readiness_taint is not None else None)
         self.revisions = Informer(
             client, CONTROLLER_REVISIONS, namespace=namespace, registry=registry, page_size=page_size,
             indexers={BY_OWNER_UID: by_owner_uid, ORPHANS_BY_NAMESPACE: orphans_by_namespace},
         )
         self.priority_classes = Informer(client, PRIORITY_CLASSES, registry=registry)
-        self.all = (self.daemonsets, self.pods, self.nodes, self.revisions, self.priority_classes)
+        self.budgets = Informer(client, POD_DISRUPTION_BUDGETS, namespace=namespace, registry=registry,
+                                page_size=page_size)
+        self.all = (self.daemonsets, self.pods, self.nodes, self.revisions, self.priority_classes, self.budgets)
 
     def view(self) -> CacheView:
         """The planner's read-only view of the node, pod and revision caches."""
         return CacheView(nodes=self.nodes.store, pods=self.pods.store, revisions=self.revisions.store)
 
     def connect(self, handlers: EventHandlers) -> None:
-        """Deliver every DaemonSet, pod, node and revision event to ``handlers``."""
+        """Deliver every DaemonSet, pod, node, revision and budget event to ``handlers``."""
         h = handlers
         self.daemonsets.add_handler(h.on_ds_add, h.on_ds_update, h.on_ds_delete)
         self.pods.add_handler(h.on_pod_add, h.on_pod_update, h.on_pod_delete)
         self.nodes.add_handler(h.on_node_add, h.on_node_update, h.on_node_delete)
         self.revisions.add_handler(h.on_revision_add, h.on_revision_update, h.on_revision_delete)
+        self.budgets.add_handler(h.on_budget_add, h.on_budget_update, h.on_budget_delete)
 
     def pods_on_node(self, node: str) -> list[Obj]:
         """The cached pods for ``node``, any owner."""

@@ -4,7 +4,9 @@
 (``state.RuntimeState``), connects informer events to the handlers (which only note changes
 and enqueue keys), and runs ``Syncer.sync`` on worker coroutines. What one sync does, and in
 which order, is in ``dsctl.daemonset.syncplan`` (deciding) and ``dsctl.controller.executor``
-(doing); nothing here decides.
+(doing); nothing here decides. With the node readiness gate on (``--readiness-taint``), it also
+wires the gate: its handlers, its queue of node names and its workers (``nodegate.NodeGate``),
+started and stopped with the DaemonSet workers.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Protocol
 
 from prometheus_client import CollectorRegistry
 
+from dsctl.daemonset.readinessgate import CONTINUOUS, GateSettings
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import Resource
 from dsctl.tuning import BACKOFF_GC_SECONDS
@@ -23,10 +26,12 @@ from dsctl.workqueue import RateLimitingQueue, default_controller_rate_limiter
 from dsctl_api.objects import deletion_timestamp
 from dsctl_api.objects import uid as object_uid
 
-from .cacheview import Caches
+from .cacheview import BY_READINESS_TAINT, INDEXED, Caches
 from .executor import SyncExecutor
+from .gatehandlers import GateHandlers
 from .handlers import Handlers
 from .metrics import PlanMetrics, WriteErrorMetrics
+from .nodegate import NodeGate
 from .podwrites import PodWriter
 from .recorder import EventRecorder
 from .state import RuntimeState
@@ -81,6 +86,10 @@ class ControllerSettings(Protocol):
     def incremental_planning(self) -> bool:
         """Re-plan only the nodes that changed since a DaemonSet's last sync (else every node)."""
 
+    @property
+    def readiness_gate(self) -> GateSettings | None:
+        """The node readiness gate's settings; None: no gate."""
+
 
 class DaemonSetController:
     """Owns the caches, the queue, the worker pool and the per-DaemonSet state."""
@@ -96,11 +105,16 @@ class DaemonSetController:
         wall: Callable[[], float] = time.time,
     ) -> None:
         self.client, self.settings, self.resource, self.wall = client, settings, resource, wall
+        gate = settings.readiness_gate
+        # Every pod tolerates the readiness taint, added at creation like upstream's own tolerations.
+        self.extra_tolerations = (gate.taint.toleration(),) if gate is not None else ()
         self.queue: RateLimitingQueue[str] = RateLimitingQueue(
             name="daemonset", rate_limiter=default_controller_rate_limiter(), registry=registry)
         self.caches = Caches(client, resource, namespace=settings.namespace or None,
-                             page_size=settings.list_page_size, registry=registry)
-        self.state = RuntimeState.create(backoff_max=settings.failed_pod_backoff_max, registry=registry)
+                             page_size=settings.list_page_size, registry=registry,
+                             readiness_taint=gate.taint if gate is not None else None)
+        self.state = RuntimeState.create(backoff_max=settings.failed_pod_backoff_max, registry=registry,
+                                         extra_tolerations=self.extra_tolerations)
         write_errors = WriteErrorMetrics(registry)
         self.recorder = EventRecorder(client, instance=identity or "dsctl", registry=registry,
                                       write_errors=write_errors)
@@ -108,12 +122,14 @@ class DaemonSetController:
         self.handlers = self._handlers()
         self.syncer = Syncer(
             resource=resource, daemonsets=self.caches.daemonsets.store, view=self.caches.view(),
-            pods=self.caches.pods.store, state=self.state, executor=self._executor(), metrics=PlanMetrics(registry),
+            pods=self.caches.pods.store, state=self.state, budgets=self.caches.budgets.store,
+            executor=self._executor(), metrics=PlanMetrics(registry),
             global_burst=settings.burst_replicas, priority_of=self.caches.pod_priority, wall=wall,
             incremental=settings.incremental_planning)
         self.caches.connect(self.handlers)
         self.workers = WorkerPool(queue=self.queue, sync=self.sync, workers=settings.workers, registry=registry,
                                   stuck_after=settings.stuck_sync_seconds)
+        self.gate = self._gate(gate, registry) if gate is not None else None
         self._gc_task: asyncio.Task[None] | None = None
 
     def _handlers(self) -> Handlers:
@@ -127,6 +143,20 @@ class DaemonSetController:
             enqueue_prioritized=queue.add_prioritized if prioritized else None,
             priority_of=caches.pod_priority if prioritized else None)
 
+    def _gate(self, settings: GateSettings, registry: CollectorRegistry | None) -> NodeGate:
+        """The node readiness gate: its worker side, and its handlers on the caches."""
+        caches = self.caches
+        gate = NodeGate(client=self.client, settings=settings, nodes=caches.nodes.store,
+                        daemonsets=caches.daemonsets.store, pods_on_node=caches.pods_on_node, memory=self.state.gate,
+                        recorder=self.recorder, signals=self.signals, registry=registry,
+                        stuck_after=self.settings.stuck_sync_seconds, wall=self.wall)
+        GateHandlers(ds_kind=self.resource.kind, taint=settings.taint, continuous=settings.mode == CONTINUOUS,
+                     get_daemonset=caches.daemonsets.store.get, get_node=caches.nodes.store.get,
+                     tainted_nodes=lambda: caches.nodes.store.index_keys(BY_READINESS_TAINT, INDEXED),
+                     owned_pods=caches.view().owned_pods, enqueue=gate.queue.add,
+                     ).connect(daemonsets=caches.daemonsets, pods=caches.pods, nodes=caches.nodes)
+        return gate
+
     def _executor(self) -> SyncExecutor:
         """The one executor of plans, with its pod and status stages."""
         client, resource, state, settings = self.client, self.resource, self.state, self.settings
@@ -134,7 +164,8 @@ class DaemonSetController:
                               gauges=state.gauges, recorder=self.recorder, wall=self.wall)
         pods = PodWriter(client=client, expectations=state.expectations, recorder=self.recorder,
                          burst=settings.burst_replicas, direct_binding=settings.direct_binding,
-                         still_current=self._still_current, signals=self.signals)
+                         still_current=self._still_current, signals=self.signals,
+                         extra_tolerations=self.extra_tolerations)
         return SyncExecutor(client=client, resource=resource, recorder=self.recorder, signals=self.signals,
                             pods=pods, status=status, backoff=state.backoff, pending_patches=state.pending_patches,
                             wall=self.wall)
@@ -165,14 +196,19 @@ class DaemonSetController:
         await self.caches.stop()
 
     def start_workers(self) -> None:
-        """Start the event recorder, the workers and the backoff GC (leader only)."""
+        """Start the event recorder, the workers, the gate's workers and the backoff GC (leader only)."""
         self.recorder.start()
         self.workers.start()
+        if self.gate is not None:
+            self.gate.start()
         self._gc_task = asyncio.create_task(self._gc_backoff(), name="backoff-gc")
 
     async def stop_workers(self, *, timeout: float) -> None:
-        """Drain in-flight syncs within ``timeout``, then stop the recorder and the GC."""
-        await self.workers.stop(timeout=timeout)
+        """Drain in-flight syncs (the gate's too) within ``timeout``, then stop the recorder and the GC."""
+        drains = [self.workers.stop(timeout=timeout)]
+        if self.gate is not None:
+            drains.append(self.gate.stop(timeout=timeout))
+        await asyncio.gather(*drains)
         if self._gc_task is not None:
             self._gc_task.cancel()
             await asyncio.gather(self._gc_task, return_exceptions=True)
@@ -196,6 +232,6 @@ class DaemonSetController:
         return f"caches not synced: {', '.join(pending)}" if pending else None
 
     def workers_stuck(self) -> str | None:
-        """A reason when a worker is stuck or dead, else None."""
-        return self.workers.stuck()
+        """A reason when a worker (the gate's included) is stuck or dead, else None."""
+        return self.workers.stuck() or (self.gate.stuck() if self.gate is not None else None)
 

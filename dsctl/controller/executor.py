@@ -10,9 +10,12 @@ same order, what each stage holds):
 4. history: revision label and number fixes, pod relabels, duplicate deletes, the create of
    the current revision (a name collision is resolved by ``history.resolve_create_conflict``);
 5. status only, when the plan says so (expectations pending, pods relabelled), then stop;
-6. pods: backoff steps, creates and deletes (``PodWriter``), in-place patches;
-7. history cleanup, only when every pod write went through;
-8. status (``StatusWriter``), and the outcome with its requeue; left to the next sync when
+6. the PodDisruptionBudget (``maxDisruptions``): before the pods, so a budget tightened for
+   this sync's surge pods is in place before they exist; a refused write is signalled and the
+   pods still go out (the agents matter more than the budget), and the key is retried;
+7. pods: backoff steps, creates and deletes (``PodWriter``), in-place patches;
+8. history cleanup, only when every pod write went through;
+9. status (``StatusWriter``), and the outcome with its requeue; left to the next sync when
    this one only created pods, since observing them syncs again (``_status_follows``).
 
 A failed stage in 3–4 stops the sync: ``ReplicaFailure`` is set and the key retried. A failed
@@ -31,7 +34,7 @@ from dsctl.daemonset import history as hist
 from dsctl.daemonset.podplan import soonest
 from dsctl.daemonset.syncplan import OwnershipWrite, SyncPlan
 from dsctl.kube import errors
-from dsctl.kube.resources import CONTROLLER_REVISIONS, PODS, Resource
+from dsctl.kube.resources import CONTROLLER_REVISIONS, POD_DISRUPTION_BUDGETS, PODS, Resource
 from dsctl.tuning import STATUS_REFRESH_SECONDS
 from dsctl_api import gojson
 from dsctl_api.objects import meta
@@ -45,8 +48,11 @@ from .recorder import EventRecorder
 from .statuswriter import StatusWriter
 from .workers import Done, Outcome, Retry, Terminal
 from .writes import (
+    CREATE_BUDGET,
     CREATE_REVISION,
+    DELETE_BUDGET,
     DELETE_REVISION,
+    PATCH_BUDGET,
     PATCH_POD,
     PATCH_REVISION,
     UPDATE_REVISION,
@@ -135,9 +141,12 @@ class SyncExecutor:
                 return Retry(f"status: {exc}")
             return Done(requeue_after=0.0 if plan.requeue_now else None)
 
+        budget_failure = await self._budget(ds, plan)
         failures = await self._pods(key, ds, plan, report)
         if not failures:
             failures.extend(await self._cleanup(ds, plan))
+        if budget_failure:
+            failures.append(budget_failure)
         recent = self.status.memory.wrote_within(key, STATUS_REFRESH_SECONDS)
         # The pod plan's own requeue too: a caller may narrow ``plan.pods`` after planning (the
         # syncer holds creates back on a new node), and its recheck must not be lost.
@@ -269,6 +278,33 @@ class SyncExecutor:
                                                                   pending=self.pending_patches)
             failures.extend(patch_failures)
         return failures
+
+    async def _budget(self, ds: Obj, plan: SyncPlan) -> str | None:
+        """The budget write, if any; returns the error (signalled already). A 404 or 409 means
+        the cache was behind (the object went, or was replaced): the next sync sees it."""
+        write = plan.budget
+        if write is None:
+            return None
+        kind = {"create": CREATE_BUDGET, "patch": PATCH_BUDGET, "delete": DELETE_BUDGET}[write.verb]
+        quiet = (errors.NotFound, errors.Conflict, errors.AlreadyExists)
+        try:
+            async with self.signals.guard(ds, kind, name=write.name, expected=quiet):
+                if write.verb == "create":
+                    await self.client.create(POD_DISRUPTION_BUDGETS, write.body, namespace=write.namespace)
+                elif write.verb == "patch":
+                    await self.client.patch(POD_DISRUPTION_BUDGETS, write.name, write.body, namespace=write.namespace,
+                                            patch_type="json")
+                else:
+                    await self.client.delete(POD_DISRUPTION_BUDGETS, write.name, namespace=write.namespace,
+                                             preconditions_uid=write.uid)
+        except (errors.NotFound, errors.Conflict, errors.AlreadyExists) as exc:
+            log.info("budget_write_outdated", daemonset=meta(ds).get("name"), verb=write.verb, reason=exc.reason)
+            return None
+        except errors.ApiError as exc:
+            return f"{write.verb} poddisruptionbudget {write.name}: {exc}"
+        log.info("budget_written", daemonset=meta(ds).get("name"), verb=write.verb,
+                 min_available=write.min_available)
+        return None
 
     async def _cleanup(self, ds: Obj, plan: SyncPlan) -> list[str]:
         """Delete old revisions beyond the history limit; returns the errors (signalled already)."""

@@ -1,9 +1,16 @@
 """Informer event handlers: map every event to DaemonSet keys, and do nothing else.
 
 No API calls and no heavy work happen here. The one judgement made is which DaemonSets a
-node event concerns: a node update that leaves labels, taints and name unchanged (a status
-heartbeat, the overwhelming majority at scale) is dropped after one tuple comparison, and an
-update that changes them enqueues only the DaemonSets whose eligibility actually flips.
+node event concerns: a node update that leaves labels, taints, name and lifecycle unchanged (a
+status heartbeat, the overwhelming majority at scale) is dropped after two tuple comparisons,
+and an update that changes them enqueues only the DaemonSets whose eligibility actually flips.
+A change of the node's lifecycle (``nodelifecycle.lifecycle_signature``: Ready flips, a
+shutdown, a departing taint, a deletion) wakes the DaemonSets that should run a pod there or
+have one there, since none of them may flip eligibility.
+
+PodDisruptionBudget events wake the DaemonSet that owns the budget, or the one whose name it
+takes; a change of the budget's status alone (the disruption controller's, on every pod
+change) is dropped.
 
 A node that joins or becomes eligible wakes its DaemonSets through the queue's priority lane,
 ranked by their pods' priority (``priority_of``, see ``daemonset.podpriority``), so a
@@ -32,7 +39,8 @@ from typing import Any
 import structlog
 
 from dsctl.daemonset.access import min_ready_seconds
-from dsctl.daemonset.eligibility import eligibility_signature, node_should_run
+from dsctl.daemonset.eligibility import Fit, eligibility_signature
+from dsctl.daemonset.nodelifecycle import lifecycle_signature
 from dsctl.daemonset.podchange import same_for_planning
 from dsctl.daemonset.template import target_node
 from dsctl.informer import object_key
@@ -69,7 +77,9 @@ class Handlers:
     ``enqueue`` and ``enqueue_after`` add a DaemonSet key to the work queue; with
     ``enqueue_prioritized`` and ``priority_of`` a node that joins wakes its DaemonSets in the
     priority lane and records the join in ``state.join_order``. ``state`` is where the
-    handlers note what they observe (expectations, changes, the echo of a status write).
+    handlers note what they observe (expectations, changes, the echo of a status write), and
+    judge a node's eligibility through its plans' memory, with the tolerations the controller adds
+    to every pod.
     """
 
     def __init__(
@@ -268,7 +278,43 @@ class Handlers:
         if key is not None:
             self._enqueue(key)
 
+    # -- PodDisruptionBudgets -----------------------------------------------------------------
+
+    def _budget_key(self, pdb: Obj) -> str | None:
+        key = self._owner_key(pdb)
+        if key is not None:
+            return key
+        same_name = object_key(pdb)
+        return same_name if self._get_ds(same_name) is not None else None
+
+    def on_budget_add(self, pdb: Obj) -> None:
+        """A budget appeared: its DaemonSet (owner, or namesake) looks at it."""
+        key = self._budget_key(pdb)
+        if key is not None:
+            self._enqueue(key)
+
+    def on_budget_update(self, old: Obj, new: Obj) -> None:
+        """Only a change beyond the status matters to the DaemonSet."""
+        if resource_version(old) == resource_version(new) or _only_status_changed(old, new):
+            return
+        for obj in (old, new):
+            key = self._budget_key(obj)
+            if key is not None:
+                self._enqueue(key)
+
+    def on_budget_delete(self, pdb: Obj) -> None:
+        """A budget went: its DaemonSet writes it again if it still wants one."""
+        self.on_budget_add(pdb)
+
     # -- nodes --------------------------------------------------------------------------------
+
+    def _fit(self, ds: Obj, node: Obj) -> Fit:
+        """``ds``'s verdict for ``node``, through the plans' memory (``PlanMemory.fit``): the
+        DaemonSet's rules, the controller's extra tolerations included, are built once per
+        generation and the verdict kept by the node's version, so a node update (a readiness
+        taint removed on every join) costs a rule check per DaemonSet, not a rebuild of its rules,
+        and the sync that follows finds the verdict made."""
+        return self._state.plans.fit(object_key(ds), ds)(node)
 
     def _wake_for_node(self, node: Obj, wanting: list[Obj]) -> None:
         """Enqueue the DaemonSets a node now wants, in the priority lane when priorities are known."""
@@ -285,35 +331,48 @@ class Handlers:
     def on_node_add(self, node: Obj) -> None:
         """A node joined: wake every DaemonSet that should run a pod there, by pod priority."""
         self._changes.node_changed(name(node))
-        self._wake_for_node(node, [ds for ds in self._list_ds() if node_should_run(ds, node)[0]])
+        self._wake_for_node(node, [ds for ds in self._list_ds() if self._fit(ds, node)[0]])
 
     def on_node_update(self, old: Obj, new: Obj) -> None:
-        """Heartbeats are dropped cheaply; real changes wake only the DaemonSets that flip.
+        """Heartbeats are dropped cheaply; real changes wake only the DaemonSets that flip, or,
+        for a lifecycle change, those with a stake in the node.
 
         A DaemonSet that the node becomes eligible for goes by pod priority, as on a join.
         """
-        if eligibility_signature(old) == eligibility_signature(new):
+        same_fit = eligibility_signature(old) == eligibility_signature(new)
+        same_life = lifecycle_signature(old) == lifecycle_signature(new)
+        if same_fit and same_life:
             return
-        self._changes.node_changed(name(new))
+        node_name = name(new)
+        self._changes.node_changed(node_name)
         eligible: list[Obj] = []
         for ds in self._list_ds():
-            before, after = node_should_run(ds, old), node_should_run(ds, new)
-            if before == after:
-                continue
-            if after[0] and not before[0]:
-                eligible.append(ds)
-            else:
+            after = self._fit(ds, new)
+            if not same_fit:
+                before = self._fit(ds, old)
+                if before != after:
+                    if after[0] and not before[0]:
+                        eligible.append(ds)
+                    else:
+                        self._enqueue(object_key(ds))
+                    continue
+            if not same_life and after[0]:
                 self._enqueue(object_key(ds))
+        if not same_life:
+            for pod in self._pods_on_node(node_name):
+                key = self._owner_key(pod)
+                if key is not None:
+                    self._enqueue(key)
         self._wake_for_node(new, eligible)
 
     def on_node_delete(self, node: Obj) -> None:
         """A node left: its DaemonSets' desired counts change, and its pods must go."""
         node_name = name(node)
         self._changes.node_changed(node_name)
-        self._state.forget_node(node_name)
         keys = {k for pod in self._pods_on_node(node_name) if (k := self._owner_key(pod)) is not None}
         for ds in self._list_ds():
-            if node_should_run(ds, node)[0]:
+            if self._fit(ds, node)[0]:
                 keys.add(object_key(ds))
+        self._state.forget_node(node_name)  # after the verdicts above, which the plans' memory keeps
         for key in sorted(keys):
             self._enqueue(key)

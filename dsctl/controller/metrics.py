@@ -29,8 +29,10 @@ _GAUGES = {
 
 
 class DaemonSetGauges:
-    """The series labelled by DaemonSet: one gauge per status counter (``observe_status``) and
-    ``dsctl_daemonset_rollout_stuck`` (``observe_stuck``), each set on every sync.
+    """The series labelled by DaemonSet: one gauge per status counter (``observe_status``),
+    ``dsctl_daemonset_rollout_stuck`` (``observe_stuck``), and the node-lifecycle gauges
+    ``dsctl_daemonset_skipped_nodes`` and ``dsctl_daemonset_departing_held_nodes``
+    (``observe_lifecycle``), each set on every sync.
 
     Per-DaemonSet runtime state, owned by ``dsctl.controller.state.RuntimeState``: ``forget``
     removes a gone DaemonSet's series, so a deleted DaemonSet stops being exported.
@@ -39,6 +41,8 @@ class DaemonSetGauges:
     def __init__(self, registry: CollectorRegistry | None) -> None:
         self._gauges: dict[str, Gauge] = {}
         self._stuck: Gauge | None = None
+        self._skipped: Gauge | None = None
+        self._held: Gauge | None = None
         self._keys: set[str] = set()
         if registry is None:
             return
@@ -49,6 +53,15 @@ class DaemonSetGauges:
         self._stuck = Gauge(
             "dsctl_daemonset_rollout_stuck",
             "1 while the DaemonSet's rollout has made no progress for progressDeadlineSeconds, else 0.",
+            ["namespace", "name"], registry=registry)
+        self._skipped = Gauge(
+            "dsctl_daemonset_skipped_nodes",
+            "Nodes the rolling update leaves out as unhealthy (unhealthyNodePolicy Skip).",
+            ["namespace", "name"], registry=registry)
+        self._held = Gauge(
+            "dsctl_daemonset_departing_held_nodes",
+            "Departing nodes (shutdown, autoscaler or Karpenter taint, deletion) where a pod the DaemonSet "
+            "would create or replace is held back.",
             ["namespace", "name"], registry=registry)
 
     def observe_status(self, key: str, status: Status) -> None:
@@ -67,13 +80,22 @@ class DaemonSetGauges:
             self._keys.add(key)
             self._stuck.labels(namespace, name).set(1 if stuck else 0)
 
+    def observe_lifecycle(self, key: str, *, skipped: int, held_departing: int) -> None:
+        """Record the nodes skipped as unhealthy and the departing nodes holding a pod back."""
+        if self._skipped is not None and self._held is not None:
+            namespace, _, name = key.partition("/")
+            self._keys.add(key)
+            self._skipped.labels(namespace, name).set(skipped)
+            self._held.labels(namespace, name).set(held_departing)
+
     def forget(self, key: str, uid: str) -> None:
         """Drop every series of ``key``."""
         if key not in self._keys:
             return
         self._keys.discard(key)
         namespace, _, name = key.partition("/")
-        for gauge in (*self._gauges.values(), *((self._stuck,) if self._stuck is not None else ())):
+        singles = (self._stuck, self._skipped, self._held)
+        for gauge in (*self._gauges.values(), *(g for g in singles if g is not None)):
             try:
                 gauge.remove(namespace, name)
             except KeyError:

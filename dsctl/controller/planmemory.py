@@ -109,11 +109,15 @@ class _Fits:
 class PlanMemory:
     """Per DaemonSet key: the ``NodeTable`` of its last plan, and its eligibility verdicts by node.
 
+    ``extra`` are the tolerations every pod gets beyond upstream's (the readiness taint's): the
+    verdicts are for the pod that is really created.
+
     With each table goes the time of the last plan made from scratch, which tells when the
     periodic recount is due (``dsctl.controller.syncer``).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, extra: tuple[Mapping[str, Any], ...] = ()) -> None:
+        self._extra = extra
         self._tables: dict[str, tuple[NodeTable, float]] = {}
         self._fits: dict[str, _Fits] = {}
 
@@ -136,7 +140,7 @@ class PlanMemory:
         uid, generation = uid_of(ds), generation_of(ds)
         fits = self._fits.get(key)
         if fits is None or fits.uid != uid or fits.generation != generation:
-            fits = _Fits(uid, generation, Eligibility.of(ds))
+            fits = _Fits(uid, generation, Eligibility.of(ds, extra=self._extra))
             self._fits[key] = fits
         return fits.fit
 

@@ -79,6 +79,9 @@ class PodWriter:
     recorder: EventRecorder
     burst: int = 250
     direct_binding: bool = False
+    extra_tolerations: tuple[Mapping[str, Any], ...] = ()
+    """Tolerations every pod gets beyond upstream's (the readiness taint's): at creation, never in the
+    template, so the revision hash does not change with them."""
     on_create_failure: Callable[[str, str], None] | None = None
     still_current: Callable[[str, str], bool] | None = None
     """``(key, uid) -> bool``: whether the cache still holds that DaemonSet, not being deleted.
@@ -150,7 +153,8 @@ class PodWriter:
             batch = nodes[position : position + size]
             if make_pod is None:
                 # Built at the first batch sent, so a template error surfaces where a create would.
-                make_pod = pod_factory(ds, hash=hash_, direct_binding=self.direct_binding)
+                make_pod = pod_factory(ds, hash=hash_, direct_binding=self.direct_binding,
+                                       extra_tolerations=self.extra_tolerations)
                 if len(nodes) >= SPLICE_FROM:
                     make_pod = _encoded_factory(make_pod, probe=batch[0])
             outcomes = await asyncio.gather(*(self._create_one(ds, node, make_pod) for node in batch))

@@ -27,14 +27,15 @@ holder has a filler there, and whenever its ``forget`` misses something ``holds`
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from prometheus_client import CollectorRegistry
 
 from .backoffstate import MAX_SECONDS, FailedPodBackoff
 from .expectations import Expectations, PendingPatches
+from .gatememory import ReadinessGateMemory
 from .joinorder import JoinOrder
 from .metrics import DaemonSetGauges
 from .planmemory import ChangeLog, PlanMemory
@@ -88,6 +89,8 @@ class RuntimeState:
     """The first failed write of each DaemonSet, for the next status's ``ReplicaFailure``."""
     gauges: DaemonSetGauges
     """The series exported per DaemonSet."""
+    gate: ReadinessGateMemory
+    """The node readiness gate: when each tainted node's gate began, and gating DaemonSets' placement rules."""
 
     def __post_init__(self) -> None:
         self._uids: dict[str, str] = {}
@@ -98,19 +101,21 @@ class RuntimeState:
     @classmethod
     def create(
         cls, *, clock: Callable[[], float] = time.monotonic, backoff_max: float = MAX_SECONDS,
-        registry: CollectorRegistry | None = None,
+        registry: CollectorRegistry | None = None, extra_tolerations: tuple[Mapping[str, Any], ...] = (),
     ) -> RuntimeState:
-        """Empty state; ``clock`` is monotonic seconds, ``registry`` receives the gauges."""
+        """Empty state; ``clock`` is monotonic seconds, ``registry`` receives the gauges,
+        ``extra_tolerations`` are the ones every pod gets beyond upstream's (the readiness taint's)."""
         return cls(
             expectations=Expectations(clock=clock),
             pending_patches=PendingPatches(clock=clock),
             backoff=FailedPodBackoff(maximum=backoff_max),
             changes=ChangeLog(),
-            plans=PlanMemory(),
+            plans=PlanMemory(extra=extra_tolerations),
             join_order=JoinOrder(),
             status=StatusMemory(clock=clock),
             failures=ReplicaFailures(),
             gauges=DaemonSetGauges(registry),
+            gate=ReadinessGateMemory(extra=extra_tolerations),
         )
 
     def holders(self) -> tuple[Holder, ...]:

@@ -1,13 +1,18 @@
 """The status stage of a sync: counters, conditions, and the one PUT of the status subresource.
 
-A status is written only when it changed. Its conditions come from three places:
+A status is written only when it changed. Its conditions come from four places:
 ``ReplicaFailure`` from the writes that failed in this sync (``WriteSignals``), cleared once a
-sync's writes all went through; ``Progressing`` from the rollout (``_progressing``); and the
-plan's own condition when the sync could not act (``Invalid``, a revision out of range).
+sync's writes all went through; ``Progressing`` from the rollout (``_progressing``); the node
+lifecycle's (``RolloutSkippedNodes``, ``DisruptionBudgetFailure``: set as the plan says,
+removed otherwise); and the plan's own condition when the sync could not act (``Invalid``, a
+revision out of range).
 
 ``dsctl.daemonset.progress`` decides the ``Progressing`` condition purely; the writer passes it
-the last progress time, which apps/v1 does not store, and publishes
-``dsctl_daemonset_rollout_stuck`` from it.
+the last progress time it remembers, and the plan's way to derive it from the API's objects
+(``StatusPlan.progress_since``), which is what survives a restart, since apps/v1 does not store
+``lastUpdateTime``. In apps/v1 mode each condition is sent with the fields
+``DaemonSetCondition`` has, and no others (ADR 0185). The writer publishes
+``dsctl_daemonset_rollout_stuck`` and the node-lifecycle gauges.
 
 What the status stage remembers about each DaemonSet between syncs is ``StatusMemory``
 (per-DaemonSet runtime state, owned by ``dsctl.controller.state.RuntimeState``): what its last
@@ -34,7 +39,7 @@ from dsctl.daemonset.podplan import soonest
 from dsctl.daemonset.progress import plan_progress, progressing_condition, with_progress
 from dsctl.daemonset.reasons import INVALID, INVALID_ROLLOUT_CONTROL, REPLICA_FAILURE
 from dsctl.daemonset.status import Status, availability_requeue, status_changed, status_with
-from dsctl.daemonset.syncplan import ConditionWrite, StatusPlan
+from dsctl.daemonset.syncplan import LIFECYCLE_CONDITIONS, ConditionWrite, StatusPlan
 from dsctl.informer import object_key
 from dsctl.kube import errors
 from dsctl.kube.resources import Resource
@@ -173,7 +178,8 @@ class StatusWriter:
         key = f"{namespace(ds)}/{name(ds)}"
         progress = plan_progress(previous=progressing_condition(old), old=Status.from_fields(old), new=plan.counters,
                                  revision=f"{name(ds)}-{hash_}", created=plan.created_revision, held=plan.hold,
-                                 deadline=self._deadline(ds), now=now, remembered=self.memory.progress_at(key))
+                                 deadline=self._deadline(ds), now=now, remembered=self.memory.progress_at(key),
+                                 derived=plan.progress_since)
         if progress.updated_at is not None:
             self.memory.progressed(key, progress.updated_at)
         self._gauges.observe_stuck(key, stuck=progress.stuck)
@@ -194,9 +200,13 @@ class StatusWriter:
         self._gauges.observe_status(key, status)
         failure = self._signals.take(key)
 
+        self._gauges.observe_lifecycle(key, skipped=plan.skipped, held_departing=plan.held_departing)
+
         def conditions(current: Mapping[str, Any] | None) -> tuple[dict[str, Any], float | None]:
             kept = _with_failure(without_condition(current, INVALID), failure, clear=writes_ok, now=now)
-            return self._progressing(ds, kept, plan, hash_, now=now)
+            kept = _with_lifecycle(kept, plan.conditions, now=now)
+            result, requeue = self._progressing(ds, kept, plan, hash_, now=now)
+            return (self._declared(result), requeue)
 
         old = status_of(ds)
         base, deadline_requeue = conditions(old)
@@ -209,6 +219,19 @@ class StatusWriter:
                 live_base, _ = conditions(live.get("status"))
                 await self.put(live, status_with(live_base, status, observed_generation=observed))
         return soonest(availability_requeue(ds, status), deadline_requeue)
+
+    def _declared(self, status: dict[str, Any]) -> dict[str, Any]:
+        """``status`` with only the condition fields the resource's schema declares: apps/v1's
+        ``DaemonSetCondition`` has no ``lastUpdateTime``, and a field it lacks is pruned by
+        kube-apiserver with a warning on every write."""
+        if self._resource.group != "apps":
+            return status
+        conditions = status.get("conditions")
+        if not isinstance(conditions, list) or not any(
+                isinstance(c, Mapping) and _UNDECLARED in c for c in conditions):
+            return status
+        return {**status, "conditions": [{k: v for k, v in c.items() if k != _UNDECLARED}
+                                         if isinstance(c, Mapping) else c for c in conditions]}
 
     async def write_condition(self, ds: Obj, condition: ConditionWrite) -> None:
         """Set one condition, the counters untouched (a sync that could not act)."""
@@ -265,6 +288,24 @@ class StatusWriter:
             self._note_gone(ds)
             raise
         self.memory.wrote(object_key(ds), replaced=str(meta.get("resourceVersion", "")), written=written)
+
+
+_UNDECLARED = "lastUpdateTime"
+
+
+def _with_lifecycle(status: Mapping[str, Any] | None, wanted: tuple[ConditionWrite, ...], *,
+                    now: float) -> dict[str, Any]:
+    """``status`` with each ``LIFECYCLE_CONDITIONS`` type set as ``wanted`` says, or removed."""
+    result = dict(status or {})
+    by_type = {c.type: c for c in wanted}
+    for cond_type in LIFECYCLE_CONDITIONS:
+        write = by_type.get(cond_type)
+        if write is None:
+            if any(isinstance(c, Mapping) and c.get("type") == cond_type for c in result.get("conditions") or ()):
+                result = without_condition(result, cond_type)
+        else:
+            result = set_condition(result, cond_type, reason=write.reason, message=write.message, now=now)
+    return result
 
 
 def _with_failure(status: Mapping[str, Any] | None, failure: Failure | None, *, clear: bool,

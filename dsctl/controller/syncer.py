@@ -65,6 +65,7 @@ class Syncer:
         view: CacheView,
         pods: ReadOnlyStore,
         state: RuntimeState,
+        budgets: ReadOnlyStore | None = None,
         executor: SyncExecutor,
         metrics: PlanMetrics,
         global_burst: int,
@@ -78,6 +79,7 @@ class Syncer:
         self._daemonsets = daemonsets
         self._view = view
         self._pods = pods
+        self._budgets = budgets
         self._state = state
         self._executor = executor
         self._metrics = metrics
@@ -165,7 +167,8 @@ class Syncer:
         recount = kept is not None and now_mono - kept[1] >= self._recount_seconds
         snapshot = SyncSnapshot(ds=ds, view=self._view, satisfied=satisfied, now=self._wall(),
                                 backoff=state.backoff, fit=state.plans.fit(key, ds), global_burst=self._global_burst,
-                                previous=previous, changed=changed if self._incremental and not recount else None)
+                                previous=previous, changed=changed if self._incremental and not recount else None,
+                                budget=self._budgets.get(key) if self._budgets is not None else None)
         try:
             plan = plan_sync(snapshot)
             if recount and changed is not None and self._incremental:

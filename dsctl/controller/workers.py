@@ -18,6 +18,9 @@ exception      ``add_rate_limited``, log traceback   exception
 
 A sync running longer than ``stuck_after`` seconds makes ``stuck()`` report it, which fails
 ``/healthz`` so the kubelet restarts a wedged process.
+
+The node readiness gate runs a second pool over its own queue of node names
+(``dsctl.controller.nodegate``); ``name`` and ``metric_prefix`` keep its tasks and series apart.
 """
 
 from __future__ import annotations
@@ -85,6 +88,12 @@ class WorkerPool:
     registry: CollectorRegistry | None = None
     stuck_after: float = 300.0
     monotonic: Callable[[], float] = time.monotonic
+    name: str = "worker"
+    """Prefix of the task names (``worker-0``...)."""
+    metric_prefix: str = "dsctl_sync"
+    """Prefix of the pool's two series: ``<prefix>_total{result}`` and ``<prefix>_duration_seconds``."""
+    what: str = "DaemonSet"
+    """What one sync reconciles, for the series' help."""
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _active: dict[int, tuple[str, float]] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=itertools.count)
@@ -93,10 +102,11 @@ class WorkerPool:
 
     def __post_init__(self) -> None:
         if self.registry is not None:
-            self._total = Counter("dsctl_sync_total", "DaemonSet syncs by result.", ["result"],
+            what = self.what[:1].upper() + self.what[1:]
+            self._total = Counter(f"{self.metric_prefix}_total", f"{what} syncs by result.", ["result"],
                                   registry=self.registry)
             self._duration = Histogram(
-                "dsctl_sync_duration_seconds", "Wall time of one DaemonSet sync.",
+                f"{self.metric_prefix}_duration_seconds", f"Wall time of one {self.what} sync.",
                 buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
                 registry=self.registry,
             )
@@ -104,7 +114,7 @@ class WorkerPool:
     def start(self) -> None:
         """Start the worker tasks."""
         for index in range(self.workers):
-            self._tasks.append(asyncio.create_task(self._work(index), name=f"worker-{index}"))
+            self._tasks.append(asyncio.create_task(self._work(index), name=f"{self.name}-{index}"))
 
     async def stop(self, *, timeout: float) -> None:
         """Stop intake and let in-flight syncs finish; cancel whatever still runs at ``timeout``.

@@ -35,9 +35,13 @@ import structlog
 
 from dsctl.daemonset.reasons import (
     FAILED_CREATE,
+    FAILED_CREATE_DISRUPTION_BUDGET,
     FAILED_CREATE_REVISION,
     FAILED_DELETE,
+    FAILED_DELETE_DISRUPTION_BUDGET,
     FAILED_DELETE_REVISION,
+    FAILED_PATCH_DISRUPTION_BUDGET,
+    FAILED_PATCH_NODE,
     FAILED_PATCH_POD,
     FAILED_PATCH_REVISION,
     FAILED_UPDATE_REVISION,
@@ -52,12 +56,16 @@ from dsctl_api.objects import namespace as namespace_of
 from .metrics import WriteErrorMetrics
 
 __all__ = [
+    "CREATE_BUDGET",
     "CREATE_EVENT",
     "CREATE_POD",
     "CREATE_REVISION",
+    "DELETE_BUDGET",
     "DELETE_POD",
     "DELETE_REVISION",
+    "PATCH_BUDGET",
     "PATCH_EVENT",
+    "PATCH_NODE",
     "PATCH_POD",
     "PATCH_REVISION",
     "UPDATE_REVISION",
@@ -108,11 +116,21 @@ DELETE_REVISION = Write("delete", "controllerrevisions", "ControllerRevision", F
                         FAILED_DELETE_REVISION, "spec.revisionHistoryLimit", "duplicate or beyond the history limit")
 UPDATE_STATUS = Write("update", "daemonsets/status", "DaemonSet", FAILED_UPDATE_STATUS, None, "status",
                       "counters, observedGeneration, conditions, collisionCount")
+CREATE_BUDGET = Write("create", "poddisruptionbudgets", "PodDisruptionBudget", FAILED_CREATE_DISRUPTION_BUDGET,
+                      FAILED_CREATE_DISRUPTION_BUDGET, "spec.maxDisruptions", "the budget maxDisruptions asks for")
+PATCH_BUDGET = Write("patch", "poddisruptionbudgets", "PodDisruptionBudget", FAILED_PATCH_DISRUPTION_BUDGET,
+                     FAILED_PATCH_DISRUPTION_BUDGET, "spec.maxDisruptions", "minAvailable kept current as nodes change")
+DELETE_BUDGET = Write("delete", "poddisruptionbudgets", "PodDisruptionBudget", FAILED_DELETE_DISRUPTION_BUDGET,
+                      FAILED_DELETE_DISRUPTION_BUDGET, "spec.maxDisruptions", "the budget of a removed maxDisruptions")
 CREATE_EVENT = Write("create", "events", "Event", None, None, "", "a new Event")
 PATCH_EVENT = Write("patch", "events", "Event", None, None, "", "the count of a repeated Event")
 
+PATCH_NODE = Write("patch", "nodes", "Node", FAILED_PATCH_NODE, None, "spec.taints",
+                   "remove or add the node readiness gate's taint (the event is on the Node)")
+
 WRITES: tuple[Write, ...] = (CREATE_POD, DELETE_POD, PATCH_POD, CREATE_REVISION, UPDATE_REVISION, PATCH_REVISION,
-                             DELETE_REVISION, UPDATE_STATUS, CREATE_EVENT, PATCH_EVENT)
+                             DELETE_REVISION, UPDATE_STATUS, CREATE_BUDGET, PATCH_BUDGET, DELETE_BUDGET, CREATE_EVENT,
+                             PATCH_EVENT, PATCH_NODE)
 
 
 class SyncClient(Protocol):
@@ -159,7 +177,9 @@ class Failure:
 
 
 def _key(obj: Mapping[str, Any]) -> str:
-    return f"{namespace_of(obj)}/{name_of(obj)}"
+    """``namespace/name``; a cluster-scoped object (a Node, for the readiness gate's writes) by its name."""
+    ns = namespace_of(obj)
+    return f"{ns}/{name_of(obj)}" if ns else name_of(obj)
 
 
 def describe(exc: errors.ApiError) -> str:

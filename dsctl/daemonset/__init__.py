@@ -41,6 +41,8 @@ Public surface of the modules owned here (the rolling update and history planner
 - ``extensions``: ``EXTENSION_FIELDS`` (every field beyond apps/v1, with its annotation), ``rollout_controls``
   (partition, paused, selector, rollingUpdateType), ``progress_deadline_seconds``, ``effective_burst``.
 - ``inplace``: ``image_only_changes``, ``plan_pod_update``, ``in_place_patch``, ``in_place_pending``.
+- ``readinessgate``: ``plan_gate`` (one node's readiness taint: remove, add back, time out),
+  ``ReadinessTaint``, ``GateSettings``, ``removal_patch``, ``addition_patch``.
 """
 
 from dsctl.daemonset.backoffview import BackoffView, backoff_key

@@ -35,18 +35,21 @@ def set_condition(
     result = dict(as_map(status))
     for counter in REQUIRED_COUNTERS:
         result.setdefault(counter, 0)
-    kept: list[Any] = []
+    conditions = list(as_list(result.get("conditions")))
     transition = format_rfc3339(now)
-    for condition in as_list(result.get("conditions")):
+    at = len(conditions)
+    for index, condition in enumerate(conditions):
         current = as_map(condition)
         if current.get("type") == cond_type:
             if current.get("status") == "True":
                 transition = str(current.get("lastTransitionTime") or transition)
-            continue
-        kept.append(condition)
-    kept.append({"type": cond_type, "status": "True", "reason": reason, "message": message,
-                 "lastTransitionTime": transition})
-    result["conditions"] = kept
+            at = index
+            break
+    wanted = {"type": cond_type, "status": "True", "reason": reason, "message": message,
+              "lastTransitionTime": transition}
+    # In its place, so that setting a condition that is already there changes nothing.
+    rest = [c for c in conditions[at + 1:] if as_map(c).get("type") != cond_type]
+    result["conditions"] = [*conditions[:at], wanted, *rest]
     return result
 
 

@@ -13,7 +13,9 @@ conditions without a taint are deliberately ignored, as upstream does: the sched
 kubelet have the final word, and a daemon must not vanish from a cordoned node.
 
 For one DaemonSet against thousands of nodes, build ``Eligibility.of(ds)`` once and call
-``check`` per node; ``node_should_run`` is the one-shot form.
+``check`` per node; ``node_should_run`` is the one-shot form. ``extra`` names tolerations the
+controller adds to every pod beyond upstream's (the readiness taint's, ``readinessgate``): the
+verdict must be the one for the pod that is really created.
 
 Each verdict names the rule that keeps a new pod off the node (``Fit.reason``): it explains
 the decision, never makes it, and ``dsctl plan`` groups nodes by it. A rule added here gives
@@ -98,7 +100,7 @@ class Eligibility:
         object.__setattr__(self, "placement_free", free)
 
     @classmethod
-    def of(cls, ds: Mapping[str, Any]) -> Eligibility:
+    def of(cls, ds: Mapping[str, Any], *, extra: tuple[Mapping[str, Any], ...] = ()) -> Eligibility:
         """Extract the placement rules of ``ds``; malformed parts count as absent."""
         template_spec = pod_spec(ds)
         placement = {
@@ -108,7 +110,7 @@ class Eligibility:
         return cls(
             template_node_name=text(template_spec.get("nodeName")),
             placement_spec=placement,
-            tolerations=tuple(with_daemon_tolerations(template_spec)),
+            tolerations=tuple(with_daemon_tolerations(template_spec, extra=extra)),
         )
 
     def check(self, node: Mapping[str, Any]) -> Fit:
@@ -135,9 +137,10 @@ def _taint_reason(taint: Mapping[str, Any]) -> str:
     return f"{TAINT} {key}={value}:{effect}" if value else f"{TAINT} {key}:{effect}"
 
 
-def node_should_run(ds: Mapping[str, Any], node: Mapping[str, Any]) -> Fit:
+def node_should_run(ds: Mapping[str, Any], node: Mapping[str, Any], *,
+                    extra: tuple[Mapping[str, Any], ...] = ()) -> Fit:
     """``(should_run, should_continue_running)`` of ``ds`` on ``node``."""
-    return Eligibility.of(ds).check(node)
+    return Eligibility.of(ds, extra=extra).check(node)
 
 
 def evaluate_nodes(ds: Mapping[str, Any], nodes: Iterable[Any]) -> dict[str, Fit]:

@@ -20,6 +20,12 @@ patched in place has no surge neighbour to hand over to. The spec limits
 (``progressDeadlineSeconds``, ``burstReplicas``) sit at ``spec`` level, where Deployment keeps
 ``progressDeadlineSeconds``.
 
+The node-lifecycle fields: ``unhealthyNodePolicy`` and ``unhealthyNodeSeconds`` sit with the
+rollout controls, and ``Skip`` leaves nodes that are not Ready out of the rolling update
+(``dsctl.daemonset.nodelifecycle``); an unreadable one holds the rolling update as any
+unreadable control does. ``maxDisruptions`` sits at ``spec`` level and sizes the
+PodDisruptionBudget the controller keeps for the DaemonSet (``dsctl.daemonset.budget``).
+
 **The update order** is stable: nodes by name, ascending. Nodes whose pod is already of the
 current revision (or still being sorted out by manage) come first, then nodes without a
 live pod, then nodes with an old pod that the selector admits. Only the first
@@ -40,16 +46,23 @@ from dsctl_api.objects import annotations_of, as_map
 __all__ = [
     "ANNOTATION_PREFIX",
     "BURST_REPLICAS_FIELD",
+    "COUNT",
     "DEFAULT_PROGRESS_DEADLINE_SECONDS",
+    "DEFAULT_UNHEALTHY_NODE_SECONDS",
     "EXTENSION_FIELDS",
     "IN_PLACE_IF_POSSIBLE",
+    "MAX_DISRUPTIONS_FIELD",
+    "NODE_READINESS_GATE_FIELD",
     "NO_CONTROLS",
     "PARTITION_FIELD",
     "PAUSED_FIELD",
     "PROGRESS_DEADLINE_FIELD",
     "ROLLING_UPDATE_TYPE_FIELD",
     "SELECTOR_FIELD",
+    "SKIP",
     "STANDARD",
+    "UNHEALTHY_NODE_POLICY_FIELD",
+    "UNHEALTHY_NODE_SECONDS_FIELD",
     "ExtensionField",
     "InvalidControl",
     "RolloutControls",
@@ -57,6 +70,9 @@ __all__ = [
     "deprecated_annotations",
     "effective_burst",
     "frozen_nodes",
+    "gates_nodes",
+    "max_disruptions",
+    "node_readiness_gate",
     "progress_deadline_seconds",
     "rollout_controls",
     "set_at",
@@ -71,6 +87,12 @@ _UPDATE_TYPES = (STANDARD, IN_PLACE_IF_POSSIBLE)
 
 DEFAULT_PROGRESS_DEADLINE_SECONDS = 600
 """Deployment's default, kept for DaemonSets."""
+
+COUNT = "Count"
+SKIP = "Skip"
+_UNHEALTHY_POLICIES = (COUNT, SKIP)
+DEFAULT_UNHEALTHY_NODE_SECONDS = 60
+"""How long a node is not Ready before ``Skip`` leaves it out: longer than a kubelet restart."""
 
 _ROLLING = "spec.updateStrategy.rollingUpdate"
 _SPEC = "spec"
@@ -125,9 +147,26 @@ BURST_REPLICAS_FIELD = ExtensionField(
     "At most this many pod creates, and deletes, in flight for the DaemonSet; unset: --burst-replicas. "
     "It can only lower the controller's burst (kubernetes issue 113287).")
 
+UNHEALTHY_NODE_POLICY_FIELD = ExtensionField(
+    "unhealthyNodePolicy", _ROLLING, ANNOTATION_PREFIX + "unhealthy-node-policy", "Count | Skip", COUNT,
+    "Skip leaves nodes not Ready for unhealthyNodeSeconds out of the rolling update; Count is upstream's.")
+UNHEALTHY_NODE_SECONDS_FIELD = ExtensionField(
+    "unhealthyNodeSeconds", _ROLLING, ANNOTATION_PREFIX + "unhealthy-node-seconds", "integer >= 0",
+    DEFAULT_UNHEALTHY_NODE_SECONDS, "Seconds a node's Ready condition is not True before Skip leaves it out.")
+MAX_DISRUPTIONS_FIELD = ExtensionField(
+    "maxDisruptions", _SPEC, ANNOTATION_PREFIX + "max-disruptions", "integer >= 0, or a percentage 0%-100%", None,
+    "Keep a PodDisruptionBudget that lets evictions take at most this many of the pods (a percentage of the "
+    "desired pods, rounded up); unset: none.")
+NODE_READINESS_GATE_FIELD = ExtensionField(
+    "nodeReadinessGate", _SPEC, ANNOTATION_PREFIX + "node-readiness-gate", "boolean", False,
+    "Hold the readiness taint (--readiness-taint) on every node this DaemonSet should run on until its pod "
+    "there is available.")
+
 EXTENSION_FIELDS: tuple[ExtensionField, ...] = (
     PARTITION_FIELD, PAUSED_FIELD, SELECTOR_FIELD, ROLLING_UPDATE_TYPE_FIELD,
     PROGRESS_DEADLINE_FIELD, BURST_REPLICAS_FIELD,
+    UNHEALTHY_NODE_POLICY_FIELD, UNHEALTHY_NODE_SECONDS_FIELD, MAX_DISRUPTIONS_FIELD,
+    NODE_READINESS_GATE_FIELD,
 )
 """Every field dsctl reads beyond apps/v1, in the order the reference page lists them."""
 
@@ -204,6 +243,15 @@ class RolloutControls:
     """Only pods on nodes whose labels match are updated; None admits every node."""
     rolling_update_type: str = STANDARD
     """``Standard`` or ``InPlaceIfPossible``."""
+    unhealthy_node_policy: str = COUNT
+    """``Count`` (upstream's) or ``Skip``."""
+    unhealthy_node_seconds: int = DEFAULT_UNHEALTHY_NODE_SECONDS
+    """How long a node is not Ready before ``Skip`` leaves it out."""
+
+    @property
+    def skips_unhealthy(self) -> bool:
+        """Whether nodes not Ready for ``unhealthy_node_seconds`` are left out of the rolling update."""
+        return self.unhealthy_node_policy == SKIP
 
     @property
     def in_place(self) -> bool:
@@ -288,10 +336,36 @@ def _surges(ds: Mapping[str, Any]) -> bool:
     return bool(surge != 0)
 
 
+def _unhealthy_node_policy(ds: Mapping[str, Any]) -> str:
+    found = _source(ds, UNHEALTHY_NODE_POLICY_FIELD)
+    if found is None or found[0] == "":
+        return COUNT
+    value, where = found
+    if value not in _UNHEALTHY_POLICIES:
+        raise InvalidControl(where, f"must be Count or Skip, not {value!r}")
+    return str(value)
+
+
+def _unhealthy_node_seconds(ds: Mapping[str, Any]) -> int:
+    found = _source(ds, UNHEALTHY_NODE_SECONDS_FIELD)
+    if found is None:
+        return DEFAULT_UNHEALTHY_NODE_SECONDS
+    value, where = found
+    if isinstance(value, str):
+        if not value.strip().isdigit():
+            raise InvalidControl(where, f"must be a whole number of seconds >= 0, not {value!r}")
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidControl(where, f"must be a whole number of seconds >= 0, not {value!r}")
+    return value
+
+
 def rollout_controls(ds: Mapping[str, Any]) -> RolloutControls:
     """The controls set on ``ds``; raises ``InvalidControl`` naming the first unreadable one."""
     return RolloutControls(partition=_partition(ds), paused=_paused(ds), selector=_selector(ds),
-                           rolling_update_type=_rolling_update_type(ds))
+                           rolling_update_type=_rolling_update_type(ds),
+                           unhealthy_node_policy=_unhealthy_node_policy(ds),
+                           unhealthy_node_seconds=_unhealthy_node_seconds(ds))
 
 
 def frozen_nodes(
@@ -349,6 +423,30 @@ def burst_replicas(ds: Mapping[str, Any]) -> int | None:
     return _positive_int(ds, BURST_REPLICAS_FIELD)
 
 
+def max_disruptions(ds: Mapping[str, Any], *, desired: int) -> int | None:
+    """How many of ``desired`` pods evictions may take at once: the integer, or the percentage of
+    ``desired`` rounded up; None when unset. Raises ``InvalidControl`` for a negative value, a
+    percentage beyond 100 %, or anything else unreadable."""
+    found = _source(ds, MAX_DISRUPTIONS_FIELD)
+    if found is None:
+        return None
+    value, where = found
+    problem = f"must be an integer >= 0 or a percentage from 0% to 100%, not {value!r}"
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped.endswith("%"):
+            digits = stripped[:-1]
+            if not digits.isdigit() or int(digits) > 100:
+                raise InvalidControl(where, problem)
+            return -(-int(digits) * desired // 100)
+        if not stripped.isdigit():
+            raise InvalidControl(where, problem)
+        return int(stripped)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidControl(where, problem)
+    return value
+
+
 def effective_burst(ds: Mapping[str, Any], *, global_burst: int) -> int:
     """min(global, per-DaemonSet): a DaemonSet may lower the burst, never raise it.
 
@@ -359,3 +457,31 @@ def effective_burst(ds: Mapping[str, Any], *, global_burst: int) -> int:
     except InvalidControl:
         return global_burst
     return global_burst if own is None else min(global_burst, own)
+
+
+# -- the node readiness gate ------------------------------------------------------------------
+
+
+def node_readiness_gate(ds: Mapping[str, Any]) -> bool:
+    """Whether ``ds`` gates its nodes (``dsctl.daemonset.readinessgate``); raises ``InvalidControl``.
+
+    The gate reads an unreadable value as true: a taint held until the agent is available is the
+    safe side of a typo, and the sync reports the value (ADR 0172).
+    """
+    found = _source(ds, NODE_READINESS_GATE_FIELD)
+    if found is None:
+        return False
+    value, where = found
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip() in _TRUE + _FALSE:
+        return value.strip() in _TRUE
+    raise InvalidControl(where, f"must be true or false, not {value!r}")
+
+
+def gates_nodes(ds: Mapping[str, Any]) -> bool:
+    """``node_readiness_gate``, with an unreadable value taken as true."""
+    try:
+        return node_readiness_gate(ds)
+    except InvalidControl:
+        return True

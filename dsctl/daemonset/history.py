@@ -49,8 +49,10 @@ from dsctl_api import gojson
 from dsctl_api.objects import annotations_of, as_int, as_map, deletion_timestamp, labels, name, namespace, spec
 from dsctl_api.objects import uid as _uid
 from dsctl_api.pods import controller_ref
+from dsctl_api.timefmt import format_rfc3339
 
 __all__ = [
+    "CURRENT_SINCE_ANNOTATION",
     "DEFAULT_REVISION_HISTORY_LIMIT",
     "MAX_REVISION",
     "CollisionDecision",
@@ -222,7 +224,13 @@ def _snapshot(ds: Obj, *, number: int, template_hash: str, api_version: str | No
     }
 
 
-def _with_changes(revision: Obj, *, label: str | None, number: int | None) -> dict[str, Any]:
+CURRENT_SINCE_ANNOTATION = "dsctl.io/current-since"
+"""Stamped on a revision renumbered to the top (a rollback made it current again): when. The
+``Progressing`` deadline of the rollout counts from it (``progress.rollout_started``)."""
+
+
+def _with_changes(revision: Obj, *, label: str | None, number: int | None,
+                  current_since: str | None = None) -> dict[str, Any]:
     updated = copy.deepcopy(dict(revision))
     if not isinstance(updated.get("metadata"), dict):
         updated["metadata"] = {}
@@ -230,6 +238,8 @@ def _with_changes(revision: Obj, *, label: str | None, number: int | None) -> di
         updated["metadata"]["labels"] = {**labels(revision), HASH_LABEL: label}
     if number is not None:
         updated["revision"] = number
+    if current_since is not None:
+        updated["metadata"]["annotations"] = {**annotations_of(revision), CURRENT_SINCE_ANNOTATION: current_since}
     return updated
 
 
@@ -240,6 +250,7 @@ def plan_history(
     pods: Iterable[Obj] = (),
     api_version: str | None = None,
     kind: str | None = None,
+    now: float | None = None,
 ) -> HistoryPlan:
     """Decide the current revision of ``ds`` and the writes that keep its history consistent.
 
@@ -254,7 +265,8 @@ def plan_history(
     current revision number is one above the highest old one. No current revision: snapshot a
     new one named after the template hash. Several: keep the highest-numbered, relabel pods
     of the others, delete them. A kept revision numbered below the old ones (a rollback) is
-    renumbered to the top. Raises ``RevisionOverflow`` rather than number one beyond int64.
+    renumbered to the top, and stamped with ``now`` (``CURRENT_SINCE_ANNOTATION``) when given.
+    Raises ``RevisionOverflow`` rather than number one beyond int64.
     """
     label_fixes: dict[str, dict[str, Any]] = {}
     current: list[dict[str, Any]] = []
@@ -301,7 +313,8 @@ def plan_history(
     number = revision_number(kept)
     if number < top:
         check_range()
-        kept = _with_changes(kept, label=None, number=top)
+        kept = _with_changes(kept, label=None, number=top,
+                             current_since=None if now is None else format_rfc3339(now))
         number = top
         label_fixes[name(kept)] = kept
     dup_names = {name(d) for d in duplicates}

@@ -13,8 +13,11 @@ For each node, given its verdict (``eligibility``) and the DaemonSet's pods targ
     the deletions have been observed.
   - With surge, keep the oldest pod of the current hash and the oldest of any other hash,
     delete the rest, and delete the kept old pod once it is not Ready or the new one is
-    available. A node left with no live pod gets one right away (surge tolerates two).
+    available. A node left with no live pod gets one right away (surge tolerates two),
+    unless a failed pod stays there for its backoff.
 - may not keep running: delete every pod not already being deleted.
+- departing (``nodelifecycle``): nothing is created and failed or succeeded pods are left as
+  they are, not replaced; running pods stay, surplus ones are still pruned.
 
 Separately, pods pinned by affinity to a node that no longer exists and never bound are
 deleted: nothing else would ever remove them. Bound pods of vanished nodes are pod GC's job.
@@ -101,15 +104,16 @@ class _Builder:
     def delete(self, pod: Mapping[str, Any], node: str) -> None:
         self.deletes.append(PodRef.of(pod, node=node))
 
-    def failed(self, pod: Mapping[str, Any], node: str) -> None:
+    def failed(self, pod: Mapping[str, Any], node: str) -> bool:
+        """Delete a failed pod unless its node is in backoff; whether it is deleted."""
         key = backoff_key(self.ds, node)
         if key in self.steps:
             # Replacing a failed pod just started (or doubled) this node's delay.
             self.requeue = soonest(self.requeue, self.steps[key])
-            return
+            return False
         if self.backoff.in_backoff(key, now=self.now):
             self.requeue = soonest(self.requeue, self.backoff.remaining(key, now=self.now))
-            return
+            return False
         self.steps[key] = self.backoff.next_delay(key, now=self.now)
         self.events.append(
             Event(
@@ -119,6 +123,7 @@ class _Builder:
             )
         )
         self.delete(pod, node)
+        return True
 
     def succeeded(self, pod: Mapping[str, Any], node: str) -> None:
         self.events.append(
@@ -186,9 +191,11 @@ def _plan_node(
     hash: str,
     surge: bool,
     min_ready: int,
+    departing: bool = False,
 ) -> None:
     if fit.should_run and not pods:
-        out.creates.append(node)
+        if not departing:
+            out.creates.append(node)
         return
     if not fit.should_continue_running:
         for pod in pods:
@@ -196,12 +203,15 @@ def _plan_node(
                 out.delete(pod, node)
         return
     running: list[Mapping[str, Any]] = []
+    failed_kept = False
     for pod in pods:
         if deletion_timestamp(pod):
             continue
         pod_phase = phase(pod)
+        if departing and pod_phase in _DONE:
+            continue  # not replaced on a node that is going away: leave it as it is
         if pod_phase == "Failed":
-            out.failed(pod, node)
+            failed_kept = not out.failed(pod, node) or failed_kept
         elif pod_phase == "Succeeded":
             out.succeeded(pod, node)
         else:
@@ -211,7 +221,11 @@ def _plan_node(
             _keep_one(out, node, running)
         return
     if not running:
-        if fit.should_run:
+        # Not while a failed pod stays on the node for its backoff: the new pod would be a
+        # third beside it and the one deleted now, and on a node that fails every pod (disk
+        # pressure, a shutdown) each sync would add one more (kubernetes 124388). Upstream
+        # creates here; its no-surge path waits, and so does this one (ADR 0180).
+        if fit.should_run and not failed_kept and not departing:
             out.creates.append(node)
         return
     if len(running) > 1:
@@ -229,11 +243,13 @@ def manage_node(
     backoff: BackoffView,
     surge: bool,
     min_ready: int,
+    departing: bool = False,
 ) -> Plan:
     """The manage plan for one node (``fit`` None: a node the cache does not know).
 
     ``pods`` are the DaemonSet's claimed pods targeting the node. ``plan_manage`` is this,
     node by node; ``dsctl.daemonset.nodetable`` calls it only for the nodes that changed.
+    ``departing``: the node is going away (see the module docstring).
     """
     if fit is not None and len(pods) == 1 and fit.should_continue_running:
         # The steady state: one live pod on a node that may keep it. Nothing to do.
@@ -246,7 +262,8 @@ def manage_node(
             if is_map(pod) and not deletion_timestamp(pod) and not bound_node(pod):
                 out.delete(pod, node)
     else:
-        _plan_node(out, node, fit, [p for p in pods if is_map(p)], hash=hash, surge=surge, min_ready=min_ready)
+        _plan_node(out, node, fit, [p for p in pods if is_map(p)], hash=hash, surge=surge, min_ready=min_ready,
+                   departing=departing)
     return out.build() if (out.creates or out.deletes or out.events or out.steps or out.requeue is not None) \
         else _EMPTY
 

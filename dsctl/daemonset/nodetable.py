@@ -12,6 +12,10 @@ Three things make an outcome depend on more than its node and pods, and each is 
   and generation): a different basis makes ``updated`` start from an empty table.
 - Time and backoff: a node with a failed pod, a manage requeue, or a Ready pod still waiting
   out ``minReadySeconds`` is *volatile*; every sync re-plans the volatile nodes.
+- The node's lifecycle facts (``nodelifecycle.node_facts``: not Ready since when, departing
+  or not), read from the node object like its eligibility. An outcome keeps the time a node
+  turned unhealthy, not whether that is long enough ago to skip it: the sync compares it with
+  its own clock (``unhealthy``), so passing time re-plans nothing.
 - Nothing else. Whoever calls ``updated`` must name every node whose object or pods changed
   since the table was made; ``dsctl.controller.planmemory.ChangeLog`` collects them from the informers.
 
@@ -31,6 +35,7 @@ from dsctl.daemonset.backoffview import BackoffView
 from dsctl.daemonset.eligibility import Fit
 from dsctl.daemonset.inplace import in_place_pending
 from dsctl.daemonset.manage import manage_node
+from dsctl.daemonset.nodelifecycle import HEALTHY, NodeFacts, counts_when_unhealthy
 from dsctl.daemonset.podplan import Plan, merge_plans
 from dsctl.daemonset.sharedmap import SharedMap
 from dsctl.daemonset.status import NO_COUNTS, Counts, Status, node_counts, status_of
@@ -70,16 +75,29 @@ class NodeOutcome:
     counts: Counts
     volatile: bool
     old: bool
+    skip_since: float | None = None
+    """When the node turned unhealthy, if the rolling update looks at it (it should run the pod,
+    or holds one) and it would not count there once unhealthy long enough
+    (``nodelifecycle.counts_when_unhealthy``)."""
+    departing: str | None = None
+    """Why the node is going away (``nodelifecycle.DEPARTING_REASONS``), or None."""
+    held: bool = False
+    """A pod would be created or replaced here, but the node is departing."""
+    extra: int = 0
+    """Running pods beyond the one the node should run (surge, excess, misscheduled): pods a
+    PodDisruptionBudget counts as healthy that no node's availability needs."""
 
 
 def plan_node(
-    ds: Obj, basis: Basis, node: str, fit: Fit | None, pods: Sequence[Obj], *, now: float, backoff: BackoffView
+    ds: Obj, basis: Basis, node: str, fit: Fit | None, pods: Sequence[Obj], *, now: float, backoff: BackoffView,
+    facts: NodeFacts = HEALTHY,
 ) -> NodeOutcome:
-    """The outcome of one node under ``basis`` at ``now``."""
+    """The outcome of one node under ``basis`` at ``now``; ``facts`` are the node's lifecycle facts."""
     live = tuple([p for p in pods if is_map(p)])
+    departing = facts.departing if fit is not None else None
     manage = manage_node(ds, node, fit, live, hash=basis.hash, now=now, backoff=backoff, surge=basis.surge,
-                         min_ready=basis.min_ready)
-    if fit is not None and len(live) == 1 and not deletion_timestamp(live[0]):
+                         min_ready=basis.min_ready, departing=departing is not None)
+    if fit is not None and len(live) == 1 and not deletion_timestamp(live[0]) and facts is HEALTHY:
         return _one_pod(node, fit, live, manage, basis=basis, now=now)
     counts = node_counts(fit, live, min_ready=basis.min_ready, hash=basis.hash,
                          generation=basis.template_generation, now=now)
@@ -94,7 +112,22 @@ def plan_node(
             continue
         waiting = basis.min_ready > 0 and is_pod_ready(pod) and not is_pod_available(pod, basis.min_ready, now)
         volatile = waiting or phase(pod) == "Failed"
-    return NodeOutcome(node=node, fit=fit, pods=live, manage=manage, counts=counts, volatile=volatile, old=old)
+    running = sum(1 for p in live if not deletion_timestamp(p) and phase(p) not in _TERMINAL)
+    should_run = fit is not None and fit.should_run
+    extra = running - 1 if should_run and running else running
+    skip_since = None
+    since = facts.unhealthy_since
+    # A node that should not run the pod but holds one still takes part in the rolling update
+    # (a NotReady node's not-ready NoSchedule taint untolerated, say): it is a candidate too.
+    if since is not None and fit is not None and (should_run or live) and not counts_when_unhealthy(
+            live, since=since, hash=basis.hash, generation=basis.template_generation):
+        skip_since = since
+    return NodeOutcome(node=node, fit=fit, pods=live, manage=manage, counts=counts, volatile=volatile, old=old,
+                       skip_since=skip_since, departing=departing, held=departing is not None and should_run
+                       and not running, extra=extra)
+
+
+_TERMINAL = ("Failed", "Succeeded")
 
 
 def _one_pod(node: str, fit: Fit, live: tuple[Obj, ...], manage: Plan, *, basis: Basis, now: float) -> NodeOutcome:
@@ -109,9 +142,10 @@ def _one_pod(node: str, fit: Fit, live: tuple[Obj, ...], manage: Plan, *, basis:
         counts = (1, 1, 0, 1 if ready else 0, 1 if available else 0, 1 if updated else 0)
     else:
         counts = (0, 0, 1, 0, 0, 0)
-    volatile = manage.requeue_after is not None or waiting or phase(pod) == "Failed"
+    pod_phase = phase(pod)
+    volatile = manage.requeue_after is not None or waiting or pod_phase == "Failed"
     return NodeOutcome(node=node, fit=fit, pods=live, manage=manage, counts=counts, volatile=volatile,
-                       old=not updated)
+                       old=not updated, extra=0 if fit.should_run or pod_phase in _TERMINAL else 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +169,14 @@ class NodeTable:
     volatile: frozenset[str] = frozenset()
     old: int = 0
     """How many nodes hold a live pod of another revision."""
+    unhealthy: frozenset[str] = frozenset()
+    """Nodes with ``skip_since``: the candidates of ``unhealthyNodePolicy: Skip``."""
+    departing: frozenset[str] = frozenset()
+    """Nodes that are going away (``NodeOutcome.departing``)."""
+    held: frozenset[str] = frozenset()
+    """Departing nodes where a pod would otherwise be created or replaced."""
+    extra: int = 0
+    """The sum of ``NodeOutcome.extra``."""
 
     def updated(self, outcomes: Iterable[NodeOutcome], *, gone: Iterable[str] = ()) -> NodeTable:
         """This table with ``outcomes`` replacing their nodes' entries and ``gone`` dropped.
@@ -145,12 +187,13 @@ class NodeTable:
         changes: dict[str, NodeOutcome | None] = {}  # None: the node's entry goes
         totals = list(self.totals)
         acting, volatile = set(self.acting), set(self.volatile)
+        unhealthy, departing, held = set(self.unhealthy), set(self.departing), set(self.held)
         stopped: set[str] = set()  # nodes leaving ``creating``
         started: set[str] = set()  # nodes joining it
-        old = self.old
+        old, extra = self.old, self.extra
 
         def drop(node: str) -> None:
-            nonlocal old
+            nonlocal old, extra
             previous = changes[node] if node in changes else before.get(node)
             if previous is None:
                 return
@@ -158,11 +201,15 @@ class NodeTable:
             for i, value in enumerate(previous.counts):
                 totals[i] -= value
             old -= previous.old
+            extra -= previous.extra
             if _lone_create(previous):
                 stopped.add(node)
                 started.discard(node)
             acting.discard(node)
             volatile.discard(node)
+            unhealthy.discard(node)
+            departing.discard(node)
+            held.discard(node)
 
         for node in gone:
             drop(node)
@@ -179,6 +226,13 @@ class NodeTable:
                 for i, value in enumerate(counts):
                     totals[i] += value
             old += outcome.old
+            extra += outcome.extra
+            if outcome.skip_since is not None:
+                unhealthy.add(node)
+            if outcome.departing is not None:
+                departing.add(node)
+            if outcome.held:
+                held.add(node)
             if _lone_create(outcome):
                 started.add(node)
             elif not outcome.manage.empty:
@@ -190,7 +244,9 @@ class NodeTable:
         return NodeTable(basis=self.basis, outcomes=table,
                          totals=(totals[0], totals[1], totals[2], totals[3], totals[4], totals[5]),
                          creating=_resorted(self.creating, stopped, started),
-                         acting=frozenset(acting), volatile=frozenset(volatile), old=old)
+                         acting=frozenset(acting), volatile=frozenset(volatile), old=old,
+                         unhealthy=_frozen(unhealthy, self.unhealthy), departing=_frozen(departing, self.departing),
+                         held=_frozen(held, self.held), extra=extra)
 
     def manage_plan(self) -> Plan:
         """The manage plan of the whole DaemonSet: every node's plan (``creating`` and ``acting``)
@@ -201,6 +257,25 @@ class NodeTable:
         if self.creating:
             order = list(heapq.merge(order, self.creating))
         return merge_plans(self.outcomes[node].manage for node in order)
+
+    def unhealthy_since(self) -> dict[str, float]:
+        """The ``unhealthy`` nodes with the time each turned unhealthy."""
+        result: dict[str, float] = {}
+        for node in self.unhealthy:
+            since = self.outcomes[node].skip_since
+            if since is not None:
+                result[node] = since
+        return result
+
+    def without(self, nodes: Iterable[str]) -> Counts:
+        """The totals less the counts of ``nodes``."""
+        totals = list(self.totals)
+        for node in nodes:
+            outcome = self.outcomes.get(node)
+            if outcome is not None:
+                for i, value in enumerate(outcome.counts):
+                    totals[i] -= value
+        return (totals[0], totals[1], totals[2], totals[3], totals[4], totals[5])
 
     def should_run(self) -> list[str]:
         """Nodes where the pod should run (for the rolling update's budgets)."""
@@ -221,6 +296,11 @@ class NodeTable:
 
 
 _NOTHING = Plan()
+
+
+def _frozen(now: set[str], before: frozenset[str]) -> frozenset[str]:
+    """``now`` frozen, reusing ``before`` when equal (these sets are nearly always empty)."""
+    return before if now == before else frozenset(now)
 
 
 def _lone_create(outcome: NodeOutcome) -> bool:

@@ -26,18 +26,23 @@ a later sync tells whether the condition speaks of the current rollout):
 
 ``lastTransitionTime`` changes only when ``status`` flips; ``lastUpdateTime`` is the time of the
 last progress (or of the last change of condition), as Deployment records it. apps/v1's
-``DaemonSetCondition`` has no ``lastUpdateTime`` and kube-apiserver prunes it, so the caller also
-remembers that time (``Progress.updated_at``) and passes it back as ``remembered``; the CRD
-schema keeps the field. After a controller restart in apps/v1 mode nothing is remembered and
-the clock starts again at the first sync: a stuck rollout is then reported one deadline late,
-never early. The caller
+``DaemonSetCondition`` has no ``lastUpdateTime`` (kube-apiserver prunes it and warns), so in
+apps/v1 mode the condition is written without it, and the clock is read from what the API
+keeps (``last_progress``, ADR 0185): the newest of the current revision's start (its
+``dsctl.io/current-since`` annotation, else its creation), the creation of each pod of the
+current revision, the moment each Ready pod became available, and the condition's own
+``lastTransitionTime``. Every progress the counters can show is one of those moments, so a
+restarted controller, or a new leader, finds the deadline where the old one left it. Between
+syncs the caller remembers the time it saw progress (``Progress.updated_at``) and passes it back
+as ``remembered``; only without it is ``derived`` consulted. The CRD schema keeps
+``lastUpdateTime``, which is read first. The caller
 requeues at ``requeue_after`` so that a stuck rollout is found within one second of its
 deadline even when no event arrives; its timestamps have second precision, hence the second.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +55,7 @@ from dsctl.daemonset.extensions import (
     RolloutControls,
     set_at,
 )
+from dsctl.daemonset.history import CURRENT_SINCE_ANNOTATION
 from dsctl.daemonset.reasons import (
     DAEMONSET_PAUSED,
     FOUND_NEW_REVISION,
@@ -62,18 +68,24 @@ from dsctl.daemonset.reasons import (
     ROLLOUT_HELD,
 )
 from dsctl.daemonset.status import Status
-from dsctl_api.objects import as_list, as_map, text
+from dsctl.daemonset.template import is_pod_updated
+from dsctl_api.objects import annotations_of, as_list, as_map, deletion_timestamp, meta, text
+from dsctl_api.pods import pod_ready_condition
 from dsctl_api.timefmt import format_rfc3339, parse_rfc3339
 
 __all__ = [
     "Hold",
     "Progress",
     "is_stuck",
+    "last_progress",
     "plan_progress",
     "progressing_condition",
     "rollout_hold",
+    "rollout_started",
     "with_progress",
 ]
+
+
 
 
 Condition = dict[str, Any]
@@ -166,6 +178,46 @@ def _last_update(previous: Mapping[str, Any], remembered: float | None) -> float
         return remembered
 
 
+def _stamp(value: Any) -> float | None:
+    try:
+        return parse_rfc3339(text(value)) if value else None
+    except (ValueError, OverflowError):
+        return None
+
+
+def rollout_started(revision: Mapping[str, Any] | None) -> float | None:
+    """When ``revision`` became current: its ``CURRENT_SINCE_ANNOTATION``, else its creation;
+    None for a revision not yet created (it becomes current now)."""
+    if revision is None:
+        return None
+    return _stamp(annotations_of(revision).get(CURRENT_SINCE_ANNOTATION)) or _stamp(
+        meta(revision).get("creationTimestamp"))
+
+
+def last_progress(pods: Iterable[Mapping[str, Any]], *, hash: str, generation: int | None, min_ready: int,
+                  started: float | None, condition: Mapping[str, Any] | None = None) -> float | None:
+    """The newest moment the rollout can have progressed, from what the API keeps (see the
+    module docstring); None when nothing can be dated."""
+    newest = started
+    transition = _stamp(as_map(condition).get("lastTransitionTime"))
+    if transition is not None and (newest is None or transition > newest):
+        newest = transition
+    for pod in pods:
+        if deletion_timestamp(pod):
+            continue
+        moments: list[float | None] = []
+        if is_pod_updated(pod, hash, generation):
+            moments.append(_stamp(meta(pod).get("creationTimestamp")))
+        ready = pod_ready_condition(pod)
+        if ready is not None and ready.get("status") == "True":
+            since = _stamp(ready.get("lastTransitionTime"))
+            moments.append(None if since is None else since + min_ready)
+        for moment in moments:
+            if moment is not None and (newest is None or moment > newest):
+                newest = moment
+    return newest
+
+
 def plan_progress(
     *,
     previous: Mapping[str, Any] | None,
@@ -177,6 +229,7 @@ def plan_progress(
     deadline: int,
     now: float,
     remembered: float | None = None,
+    derived: Callable[[], float | None] | None = None,
 ) -> Progress:
     """The ``Progressing`` condition after a sync (see the module docstring for each case).
 
@@ -184,6 +237,8 @@ def plan_progress(
     are the counters this sync computed. ``created``: this sync created the revision.
     ``held``: what holds the rollout back on purpose (``rollout_hold``), or None. ``remembered``: the
     ``updated_at`` of an earlier result for this rollout, used where ``lastUpdateTime`` was pruned.
+    ``derived``: the last progress as the API's objects show it (``last_progress``), asked for
+    only when neither is there (a restart, a new leader).
     """
     quoted = f'"{revision}"'
     complete = new.updated_number_scheduled == new.desired_number_scheduled == new.number_available
@@ -212,8 +267,15 @@ def plan_progress(
     if is_stuck(previous):
         return Progress(dict(previous))
     since = _last_update(previous, remembered)
+    if since is None and derived is not None:
+        since = derived()
+        if since is not None:
+            since = min(since, now)
+            if since + deadline >= now:
+                return Progress(dict(previous), requeue_after=max(0.0, since + deadline - now) + 1.0,
+                                updated_at=since)
     if since is None:
-        # Neither stored nor remembered (a restart, in apps/v1 mode): start the clock now.
+        # Nothing dates the last progress: start the clock now (reported late, never early).
         return Progress(dict(previous), requeue_after=float(deadline) + 1.0, updated_at=now)
     if since + deadline < now:
         return Progress(_condition("False", PROGRESS_DEADLINE_EXCEEDED, f"Revision {quoted} has timed out progressing.",

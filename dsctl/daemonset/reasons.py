@@ -19,14 +19,21 @@ from typing import Literal
 __all__ = [
     "CONDITIONS",
     "DAEMONSET_PAUSED",
+    "DEPARTING_NODES",
     "DEPRECATED_ANNOTATION",
+    "DISRUPTION_BUDGET_FAILURE",
+    "DISRUPTION_BUDGET_NOT_OWNED",
     "EVENT_REASONS",
     "FAILED_CREATE",
+    "FAILED_CREATE_DISRUPTION_BUDGET",
     "FAILED_CREATE_REVISION",
     "FAILED_DAEMON_POD",
     "FAILED_DELETE",
+    "FAILED_DELETE_DISRUPTION_BUDGET",
     "FAILED_DELETE_REVISION",
     "FAILED_IN_PLACE_UPDATE",
+    "FAILED_PATCH_DISRUPTION_BUDGET",
+    "FAILED_PATCH_NODE",
     "FAILED_PATCH_POD",
     "FAILED_PATCH_REVISION",
     "FAILED_UPDATE_REVISION",
@@ -40,15 +47,19 @@ __all__ = [
     "NEW_REVISION_CREATED",
     "PROGRESSING",
     "PROGRESS_DEADLINE_EXCEEDED",
+    "READINESS_GATE_TIMEOUT",
+    "READINESS_TAINT_ADDED",
     "REPLICA_FAILURE",
     "REVISION_OUT_OF_RANGE",
     "REVISION_UPDATED",
     "ROLLOUT_HELD",
+    "ROLLOUT_SKIPPED_NODES",
     "SELECTING_ALL",
     "SUCCEEDED_DAEMON_POD",
     "SUCCESSFUL_CREATE",
     "SUCCESSFUL_DELETE",
     "SUCCESSFUL_IN_PLACE_UPDATE",
+    "UNHEALTHY_NODES",
     "ConditionReason",
     "EventReason",
 ]
@@ -77,6 +88,15 @@ FAILED_UPDATE_REVISION = "FailedUpdateRevision"
 FAILED_PATCH_REVISION = "FailedPatchRevision"
 FAILED_DELETE_REVISION = "FailedDeleteRevision"
 FAILED_UPDATE_STATUS = "FailedUpdateStatus"
+DISRUPTION_BUDGET_NOT_OWNED = "DisruptionBudgetNotOwned"
+FAILED_CREATE_DISRUPTION_BUDGET = "FailedCreateDisruptionBudget"
+FAILED_PATCH_DISRUPTION_BUDGET = "FailedPatchDisruptionBudget"
+FAILED_DELETE_DISRUPTION_BUDGET = "FailedDeleteDisruptionBudget"
+
+# The node readiness gate records its events on the Node (dsctl.daemonset.readinessgate).
+READINESS_GATE_TIMEOUT = "ReadinessGateTimeout"
+READINESS_TAINT_ADDED = "ReadinessTaintAdded"
+FAILED_PATCH_NODE = "FailedPatchNode"
 
 # -- condition types and their reasons --------------------------------------------------------
 
@@ -91,6 +111,11 @@ NEW_REVISION_AVAILABLE = "NewRevisionAvailable"
 PROGRESS_DEADLINE_EXCEEDED = "ProgressDeadlineExceeded"
 DAEMONSET_PAUSED = "DaemonSetPaused"
 ROLLOUT_HELD = "RolloutHeld"
+UNHEALTHY_NODES = "UnhealthyNodes"
+DEPARTING_NODES = "DepartingNodes"
+
+ROLLOUT_SKIPPED_NODES = "RolloutSkippedNodes"
+DISRUPTION_BUDGET_FAILURE = "DisruptionBudgetFailure"
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +162,20 @@ EVENT_REASONS: tuple[EventReason, ...] = (
     EventReason(FAILED_PATCH_REVISION, "Warning", "Adopting or releasing a ControllerRevision was refused."),
     EventReason(FAILED_DELETE_REVISION, "Warning", "Deleting an old or duplicate ControllerRevision was refused."),
     EventReason(FAILED_UPDATE_STATUS, "Warning", "Writing the DaemonSet's status was refused."),
+    EventReason(DISRUPTION_BUDGET_NOT_OWNED, "Warning",
+                "maxDisruptions is set but a PodDisruptionBudget of the DaemonSet's name belongs to someone else; "
+                "it is left alone."),
+    EventReason(FAILED_CREATE_DISRUPTION_BUDGET, "Warning", "Creating the DaemonSet's budget was refused."),
+    EventReason(FAILED_PATCH_DISRUPTION_BUDGET, "Warning", "Updating the DaemonSet's PodDisruptionBudget was refused."),
+    EventReason(FAILED_DELETE_DISRUPTION_BUDGET, "Warning", "Deleting the DaemonSet's budget was refused."),
+    EventReason(READINESS_GATE_TIMEOUT, "Warning",
+                "On a Node: still carrying the readiness taint after --readiness-timeout; the message names the "
+                "gating DaemonSets not ready there. The taint stays."),
+    EventReason(READINESS_TAINT_ADDED, "Warning",
+                "On a Node (continuous mode): a gating DaemonSet's pod was not Ready for "
+                "--readiness-retaint-seconds, so the readiness taint was added back."),
+    EventReason(FAILED_PATCH_NODE, "Warning",
+                "On a Node: removing or adding the readiness taint was refused; the gate retries."),
 )
 """Every Event reason, on the DaemonSet unless the message names a pod."""
 
@@ -169,5 +208,22 @@ CONDITIONS: tuple[ConditionReason, ...] = (
                     "A partition or node selector holds old pods back; the message names it and the count."),
     ConditionReason(PROGRESSING, "Unknown", INVALID_ROLLOUT_CONTROL,
                     "A rollout control cannot be read; the rollout is held until it is fixed."),
+    ConditionReason(PROGRESSING, "Unknown", UNHEALTHY_NODES,
+                    "Every other node is updated; the rollout waits for nodes skipped as unhealthy. No deadline runs."),
+    ConditionReason(PROGRESSING, "Unknown", DEPARTING_NODES,
+                    "Every other node is updated; the rollout leaves departing nodes alone. No deadline runs."),
+    ConditionReason(ROLLOUT_SKIPPED_NODES, "True", UNHEALTHY_NODES,
+                    "unhealthyNodePolicy Skip leaves nodes out of the rolling update; the message counts them and "
+                    "names up to 10. Removed when none is skipped."),
+    ConditionReason(REPLICA_FAILURE, "True", FAILED_CREATE_DISRUPTION_BUDGET,
+                    "The PodDisruptionBudget create is refused. " + _WRITE_FAILED),
+    ConditionReason(REPLICA_FAILURE, "True", FAILED_PATCH_DISRUPTION_BUDGET,
+                    "A PodDisruptionBudget update is refused. " + _WRITE_FAILED),
+    ConditionReason(REPLICA_FAILURE, "True", FAILED_DELETE_DISRUPTION_BUDGET,
+                    "The PodDisruptionBudget delete is refused. " + _WRITE_FAILED),
+    ConditionReason(DISRUPTION_BUDGET_FAILURE, "True", INVALID_ROLLOUT_CONTROL,
+                    "maxDisruptions cannot be read; the PodDisruptionBudget is left as it is until it is fixed."),
+    ConditionReason(DISRUPTION_BUDGET_FAILURE, "True", DISRUPTION_BUDGET_NOT_OWNED,
+                    "A PodDisruptionBudget of the DaemonSet's name belongs to someone else; none is kept."),
 )
 """Every (condition type, status, reason) written to ``.status.conditions``."""

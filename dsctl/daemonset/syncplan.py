@@ -11,8 +11,16 @@ This is the only place where the order of a sync is decided, and it follows upst
 4. Expectations not yet satisfied, or pods being relabelled to a kept revision: status only,
    without raising ``observedGeneration``.
 5. Otherwise manage; if manage writes nothing, the rolling update for the RollingUpdate
-   strategy; history cleanup once every pod write went through.
+   strategy; history cleanup once every pod write went through; the PodDisruptionBudget the
+   DaemonSet keeps with ``maxDisruptions`` (``budget``).
 6. Status, and the requeue.
+
+The node lifecycle (``nodelifecycle``) enters at three places: each node's facts go into its
+outcome (a departing node gets no new pod, ``manage``); the nodes skipped as unhealthy under
+``unhealthyNodePolicy: Skip`` are worked out from the table at the sync's time, and with the
+departing ones are left out of the rolling update; and both shape the status (the
+``RolloutSkippedNodes`` condition, a ``Progressing`` hold once only they are left) and the
+budget. The sync comes back when the next unhealthy node crosses its threshold.
 
 The ``SyncPlan`` carries all of that, and ``dsctl.controller.executor.SyncExecutor.run`` carries
 it out in the same order, stopping at the first failed stage.
@@ -32,30 +40,40 @@ from typing import Any, Literal, Protocol
 from dsctl.daemonset import history as hist
 from dsctl.daemonset.access import min_ready_seconds, phase
 from dsctl.daemonset.backoffview import BackoffView
+from dsctl.daemonset.budget import BudgetPlan, BudgetWrite, plan_budget
 from dsctl.daemonset.eligibility import Fit
 from dsctl.daemonset.extensions import (
+    UNHEALTHY_NODE_POLICY_FIELD,
     InvalidControl,
     RolloutControls,
     burst_replicas,
     deprecated_annotations,
     effective_burst,
+    max_disruptions,
+    node_readiness_gate,
     rollout_controls,
+    set_at,
 )
 from dsctl.daemonset.inplace import templates_by_hash
 from dsctl.daemonset.manage import allows_surge
+from dsctl.daemonset.nodelifecycle import node_facts, skipped_message, skipped_nodes
 from dsctl.daemonset.nodetable import Basis, NodeOutcome, NodeTable, plan_node
 from dsctl.daemonset.ownership import adopt_patch, claim, release_patch
 from dsctl.daemonset.podplan import Event, Plan, merge_plans, soonest
-from dsctl.daemonset.progress import Hold, rollout_hold
+from dsctl.daemonset.progress import Hold, last_progress, progressing_condition, rollout_hold, rollout_started
 from dsctl.daemonset.reasons import (
+    DEPARTING_NODES,
     DEPRECATED_ANNOTATION,
+    DISRUPTION_BUDGET_FAILURE,
     INVALID,
     INVALID_ROLLOUT,
     INVALID_ROLLOUT_CONTROL,
     INVALID_SPEC,
     REPLICA_FAILURE,
     REVISION_OUT_OF_RANGE,
+    ROLLOUT_SKIPPED_NODES,
     SELECTING_ALL,
+    UNHEALTHY_NODES,
 )
 from dsctl.daemonset.status import Status, availability_requeue
 from dsctl.daemonset.template import target_node, template_generation
@@ -66,6 +84,7 @@ from dsctl_api.objects import as_int, as_map, deletion_timestamp, is_map
 from dsctl_api.pods import controller_ref
 
 __all__ = [
+    "LIFECYCLE_CONDITIONS",
     "ClusterView",
     "ConditionWrite",
     "OwnershipWrite",
@@ -77,6 +96,11 @@ __all__ = [
 
 Obj = Mapping[str, Any]
 _TERMINAL = ("Failed", "Succeeded")
+SKIP_REQUEUE_MARGIN = 0.5
+"""Seconds added to the wait for an unhealthy node to cross ``unhealthyNodeSeconds``: its
+``lastTransitionTime`` has whole seconds, and a timer may fire a little early."""
+LIFECYCLE_CONDITIONS = (ROLLOUT_SKIPPED_NODES, DISRUPTION_BUDGET_FAILURE)
+"""The condition types a sync sets from ``StatusPlan.conditions`` and otherwise removes."""
 _SELECTING_ALL = "This daemon set is selecting all pods. A non-empty selector is required."
 
 
@@ -118,6 +142,8 @@ class SyncSnapshot:
     previous: NodeTable | None = None
     changed: frozenset[str] | None = None
     """Nodes whose object or pods changed since ``previous`` was made; None: plan every node."""
+    budget: Obj | None = None
+    """The cached PodDisruptionBudget of the DaemonSet's namespace and name, if any."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +177,15 @@ class StatusPlan:
     observed: bool
     created_revision: bool
     hold: Hold | None = None
+    conditions: tuple[ConditionWrite, ...] = ()
+    """The ``LIFECYCLE_CONDITIONS`` to set; the others of those types are removed."""
+    skipped: int = 0
+    """Nodes skipped as unhealthy (``dsctl_daemonset_skipped_nodes``)."""
+    held_departing: int = 0
+    """Departing nodes where a pod is held back (``dsctl_daemonset_departing_held_nodes``)."""
+    progress_since: Callable[[], float | None] | None = None
+    """The last progress as the API's objects show it (``progress.last_progress``), for a
+    status writer that remembers none; computed only when asked."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +215,10 @@ class SyncPlan:
     """Every node was planned (no previous table could be used)."""
     replanned: int = 0
     """How many nodes were planned."""
+    skipped: frozenset[str] = frozenset()
+    """Nodes the rolling update leaves out as unhealthy (``unhealthyNodePolicy: Skip``)."""
+    budget: BudgetWrite | None = None
+    """The PodDisruptionBudget write, if the budget must change."""
 
     @property
     def status_only(self) -> bool:
@@ -212,7 +251,7 @@ def plan_sync(snapshot: SyncSnapshot) -> SyncPlan:
                        api_version=api_version, ds_kind=kind)
     try:
         history = hist.plan_history(ds=ds, revisions=revisions, pods=_lazy(snapshot.view.owned_pods, uid),
-                                    api_version=api_version, kind=kind)
+                                    api_version=api_version, kind=kind, now=snapshot.now)
     except hist.RevisionOverflow as exc:
         return SyncPlan(ds=ds, events=(*events, Event("Warning", REVISION_OUT_OF_RANGE, str(exc))),
                         condition=ConditionWrite(REPLICA_FAILURE, REVISION_OUT_OF_RANGE, str(exc)), terminal=str(exc))
@@ -228,26 +267,45 @@ def plan_sync(snapshot: SyncSnapshot) -> SyncPlan:
     counters = table.status()
     created = history.create is not None
     controls = _read_controls(ds)
-    hold = _hold(ds, controls, table, history, snapshot.view)
+    skipped, skip_requeue = _skipped(controls, table, snapshot.now)
+    left_out = skipped | table.departing
+    hold = _hold(ds, controls, table, history, snapshot.view) or _lifecycle_hold(ds, table, skipped, left_out)
+    conditions = _skipped_condition(controls, skipped)
     common = SyncPlan(ds=ds, act=True, recheck_owner=recheck, ownership=tuple(ownership), history=history,
-                      table=table, full=full, replanned=replanned)
+                      table=table, full=full, replanned=replanned, skipped=skipped)
+
+    def since() -> float | None:
+        return last_progress(table.all_pods(), hash=history.hash, generation=basis.template_generation,
+                             min_ready=basis.min_ready, condition=progressing_condition(ds.get("status")),
+                             started=None if created else rollout_started(history.current))
+
+    def status(observed: bool, budget: BudgetPlan | None = None) -> StatusPlan:
+        problem = budget.problem if budget is not None else None
+        extra = (ConditionWrite(DISRUPTION_BUDGET_FAILURE, *problem),) if problem is not None else ()
+        return StatusPlan(counters, observed=observed, created_revision=created, hold=hold,
+                          conditions=(*conditions, *extra), skipped=len(skipped), held_departing=len(table.held),
+                          progress_since=since)
+
     if not snapshot.satisfied or history.pod_patches:
         # Pods relabelled to the kept revision still show the old hashes in this snapshot: a
         # rolling update planned on it would replace pods that are current.
-        return replace(common, events=tuple(events),
-                       status=StatusPlan(counters, observed=False, created_revision=created, hold=hold),
-                       requeue_now=bool(history.pod_patches))
+        return replace(common, events=tuple(events), status=status(False), requeue_now=bool(history.pod_patches),
+                       requeue_after=skip_requeue)
 
     pods = table.manage_plan()
     if not pods.has_writes:
         pods = _with_rolling_update(ds, table, history, pods, controls=controls, view=snapshot.view,
-                                    now=snapshot.now, events=events)
+                                    now=snapshot.now, events=events, excluded=left_out)
     burst = _burst(ds, snapshot.global_burst, events)
     cleanup = tuple(hist.plan_history_cleanup(ds=ds, old_revisions=history.old,
                                               pods=_all_pods(snapshot.view, uid, table))) if history.old else ()
-    return replace(common, events=tuple(events), pods=pods, burst=burst, cleanup=cleanup,
-                   status=StatusPlan(counters, observed=True, created_revision=created, hold=hold),
-                   requeue_after=soonest(pods.requeue_after, availability_requeue(ds, counters)))
+    desired_skipped = sum(1 for n in skipped if _should_run(table.outcomes.get(n)))
+    budget = _budget(ds, snapshot.budget, table, pods, skipped=desired_skipped, api_version=api_version, kind=kind)
+    events.extend(budget.events)
+    return replace(common, events=tuple(events), pods=pods, burst=burst, cleanup=cleanup, budget=budget.write,
+                   status=status(True, budget),
+                   requeue_after=soonest(soonest(pods.requeue_after, availability_requeue(ds, counters)),
+                                         skip_requeue))
 
 
 # -- claim ------------------------------------------------------------------------------------
@@ -342,7 +400,8 @@ def _plan_nodes(
     for name in sorted(nodes):
         node = view.node(name)
         fit = snapshot.fit(node) if node is not None else None
-        outcomes.append(plan_node(ds, basis, name, fit, by_node.get(name, ()), now=now, backoff=snapshot.backoff))
+        outcomes.append(plan_node(ds, basis, name, fit, by_node.get(name, ()), now=now, backoff=snapshot.backoff,
+                                  facts=node_facts(node)))
     return previous.updated(outcomes), not incremental, len(outcomes)
 
 
@@ -356,10 +415,15 @@ def _mine(pod: Obj, uid: str) -> bool:
 
 
 def _read_controls(ds: Obj) -> RolloutControls | InvalidControl:
+    """The rollout controls, or the first extension field that cannot be read. An unreadable
+    ``nodeReadinessGate`` holds the rollout like an unreadable control: it is reported the same way,
+    and the gate itself takes it as true (ADR 0172)."""
     try:
-        return rollout_controls(ds)
+        controls = rollout_controls(ds)
+        node_readiness_gate(ds)
     except InvalidControl as exc:
         return exc
+    return controls
 
 
 def _node_labels(view: ClusterView) -> dict[str, Mapping[str, Any]]:
@@ -387,9 +451,84 @@ def _hold(ds: Obj, controls: RolloutControls | InvalidControl, table: NodeTable,
     return rollout_hold(ds, controls, held=held, desired=table.totals[0])
 
 
+def _skipped(controls: RolloutControls | InvalidControl, table: NodeTable, now: float
+             ) -> tuple[frozenset[str], float | None]:
+    """The nodes ``unhealthyNodePolicy: Skip`` leaves out now, and when to look again for the next."""
+    if not isinstance(controls, RolloutControls) or not controls.skips_unhealthy or not table.unhealthy:
+        return frozenset(), None
+    skipped, wait = skipped_nodes(table.unhealthy_since(), seconds=controls.unhealthy_node_seconds, now=now)
+    return skipped, None if wait is None else wait + SKIP_REQUEUE_MARGIN
+
+
+def _skipped_condition(controls: RolloutControls | InvalidControl, skipped: frozenset[str]
+                       ) -> tuple[ConditionWrite, ...]:
+    if not skipped or not isinstance(controls, RolloutControls):
+        return ()
+    return (ConditionWrite(ROLLOUT_SKIPPED_NODES, UNHEALTHY_NODES,
+                           skipped_message(sorted(skipped), seconds=controls.unhealthy_node_seconds)),)
+
+
+def _lifecycle_hold(ds: Obj, table: NodeTable, skipped: frozenset[str], left_out: frozenset[str]) -> Hold | None:
+    """The hold once every node but those left out (skipped, departing) runs an available pod
+    of the current revision: the rollout waits for them on purpose, and no deadline runs."""
+    if not left_out:
+        return None
+    try:
+        if update_strategy_type(ds) != "RollingUpdate":
+            return None
+    except InvalidRollout:
+        return None
+    desired, _, _, _, available, updated = table.without(left_out)
+    if not desired == updated == available:
+        return None
+    waiting = [n for n in left_out if _incomplete(table.outcomes.get(n))]
+    if not waiting:
+        return None
+    unhealthy = sum(1 for n in waiting if n in skipped)
+    parts = []
+    if unhealthy:
+        noun = "node" if unhealthy == 1 else "nodes"
+        parts.append(f"{unhealthy} {noun} skipped as unhealthy ({set_at(ds, UNHEALTHY_NODE_POLICY_FIELD)} Skip)")
+    if len(waiting) > unhealthy:
+        gone = len(waiting) - unhealthy
+        parts.append(f"{gone} departing {'node' if gone == 1 else 'nodes'}")
+    return Hold(UNHEALTHY_NODES if unhealthy else DEPARTING_NODES,
+                f"waits for {' and '.join(parts)}: every other node is updated")
+
+
+def _should_run(outcome: NodeOutcome | None) -> bool:
+    return outcome is not None and outcome.fit is not None and outcome.fit.should_run
+
+
+def _incomplete(outcome: NodeOutcome | None) -> bool:
+    """Whether a node keeps the counters from saying the rollout is complete."""
+    if outcome is None:
+        return False
+    desired, _, _, _, available, updated = outcome.counts
+    return bool(desired) and not (available and updated)
+
+
+def _budget(ds: Obj, existing: Obj | None, table: NodeTable, pods: Plan, *, skipped: int, api_version: str,
+            kind: str) -> BudgetPlan:
+    """The budget plan, counting this sync's surge creates (beside a running pod) as extra."""
+    try:
+        wanted: int | InvalidControl | None = max_disruptions(ds, desired=table.totals[0])
+    except InvalidControl as exc:
+        wanted = exc
+    if wanted is None and existing is None:
+        return BudgetPlan()
+    surging = 0
+    for node in pods.creates if isinstance(wanted, int) else ():
+        outcome = table.outcomes.get(node)
+        if outcome is not None and any(not deletion_timestamp(p) and phase(p) not in _TERMINAL for p in outcome.pods):
+            surging += 1
+    return plan_budget(ds, existing, max_disruptions=wanted, desired=table.totals[0], skipped=skipped,
+                       extra=table.extra + surging, api_version=api_version, kind=kind)
+
+
 def _with_rolling_update(ds: Obj, table: NodeTable, history: hist.HistoryPlan, manage: Plan, *,
                          controls: RolloutControls | InvalidControl, view: ClusterView, now: float,
-                         events: list[Event]) -> Plan:
+                         events: list[Event], excluded: frozenset[str] = frozenset()) -> Plan:
     """Manage's plan (which writes nothing) merged with the rolling update's.
 
     The per-node pass runs only while some node holds a pod of another revision
@@ -408,7 +547,7 @@ def _with_rolling_update(ds: Obj, table: NodeTable, history: hist.HistoryPlan, m
         update = plan_rolling_update(ds=ds, nodes_should_run=should_run,
                                      pods_by_node=table.pods_by_node() if has_old else {}, hash=history.hash,
                                      now=now, controls=controls, node_labels=labels,
-                                     old_templates=old_templates, has_old=has_old)
+                                     old_templates=old_templates, has_old=has_old, excluded=excluded)
     except InvalidRollout as exc:
         events.append(Event("Warning", INVALID_ROLLOUT, f"{exc.field}: {exc.message}"))
         return manage

@@ -1,7 +1,8 @@
 """The daemon pod we create for a node, and how to read a pod's target node back.
 
 ``new_pod`` builds the complete pod body for ``POST /pods``: template metadata and spec,
-the daemon tolerations, the revision labels, a controller ownerReference, and placement.
+the daemon tolerations (and the controller's ``extra_tolerations``, such as the readiness
+taint's), the revision labels, a controller ownerReference, and placement.
 Placement pins the pod with a required node-affinity term ``metadata.name In [node]`` that
 replaces any required terms of the template (eligibility already evaluated them; preferred
 terms are kept), and leaves ``spec.nodeName`` as the template has it: empty, so the scheduler
@@ -129,7 +130,8 @@ def copy_json(value: Any) -> Any:
 
 
 def _unplaced_pod(
-    ds: Mapping[str, Any], *, hash: str, api_version: str | None, kind: str | None
+    ds: Mapping[str, Any], *, hash: str, api_version: str | None, kind: str | None,
+    extra_tolerations: tuple[Mapping[str, Any], ...] = (),
 ) -> dict[str, Any]:
     """The pod for ``ds`` minus its placement; shares no structure with ``ds``."""
     template = template_of(ds)
@@ -157,7 +159,7 @@ def _unplaced_pod(
         pod_meta["finalizers"] = list(finalizers)
 
     pod_spec: dict[str, Any] = copy_json(dict(as_map(template.get("spec"))))
-    pod_spec["tolerations"] = with_daemon_tolerations(pod_spec)
+    pod_spec["tolerations"] = with_daemon_tolerations(pod_spec, extra=extra_tolerations)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": pod_spec}
 
 
@@ -182,13 +184,14 @@ def new_pod(
     direct_binding: bool = False,
     api_version: str | None = None,
     kind: str | None = None,
+    extra_tolerations: tuple[Mapping[str, Any], ...] = (),
 ) -> dict[str, Any]:
     """The pod to create for ``ds`` on ``node_name``; never shares structure with ``ds``.
 
     Raises ``TemplateError`` when the template has no labels, since such a pod could never
     be selected back by its DaemonSet.
     """
-    pod = _unplaced_pod(ds, hash=hash, api_version=api_version, kind=kind)
+    pod = _unplaced_pod(ds, hash=hash, api_version=api_version, kind=kind, extra_tolerations=extra_tolerations)
     return _place(pod, node_name, direct_binding=direct_binding)
 
 
@@ -199,6 +202,7 @@ def pod_factory(
     direct_binding: bool = False,
     api_version: str | None = None,
     kind: str | None = None,
+    extra_tolerations: tuple[Mapping[str, Any], ...] = (),
 ) -> Callable[[str], dict[str, Any]]:
     """``make(node_name)``, equal to ``new_pod(ds, node_name, ...)`` with these arguments.
 
@@ -206,7 +210,7 @@ def pod_factory(
     objects never do). Each pod made is a fresh object the caller owns. Raises
     ``TemplateError`` here, not per pod, when the template has no labels.
     """
-    unplaced = _unplaced_pod(ds, hash=hash, api_version=api_version, kind=kind)
+    unplaced = _unplaced_pod(ds, hash=hash, api_version=api_version, kind=kind, extra_tolerations=extra_tolerations)
 
     def make(node_name: str) -> dict[str, Any]:
         return _place(copy_json(unplaced), node_name, direct_binding=direct_binding)

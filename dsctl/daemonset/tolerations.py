@@ -6,6 +6,12 @@ cordoning), because the daemon is often what fixes the node. These tolerations a
 both the pod we create and the virtual pod used to judge eligibility, so a node is never
 judged ineligible for a taint the real pod would tolerate.
 
+The controller may add more of its own (``extra``): the readiness taint of the node readiness
+gate (``dsctl.daemonset.readinessgate``) is one, so agents start on a node that still carries
+it. They are added like the others, to the pod at creation and never to the template, so the
+revision hash, computed over the template alone, does not depend on them (upstream adds its
+tolerations the same way).
+
 Add-or-replace semantics: a template toleration with the same key, operator, value and
 effect is replaced by ours (dropping, for example, a ``tolerationSeconds`` the user set);
 every other template toleration is kept in place.
@@ -84,10 +90,10 @@ def add_or_update_toleration(tolerations: Iterable[Any], toleration: Mapping[str
     return result
 
 
-def with_daemon_tolerations(pod_spec: Mapping[str, Any]) -> list[Any]:
-    """The tolerations of ``pod_spec`` with the daemon tolerations added or replaced."""
+def with_daemon_tolerations(pod_spec: Mapping[str, Any], *, extra: tuple[Mapping[str, Any], ...] = ()) -> list[Any]:
+    """The tolerations of ``pod_spec`` with the daemon tolerations, then ``extra``, added or replaced."""
     spec = as_map(pod_spec)
     result: list[Any] = list(as_list(spec.get("tolerations")))
-    for toleration in daemon_tolerations(host_network=spec.get("hostNetwork") is True):
+    for toleration in (*daemon_tolerations(host_network=spec.get("hostNetwork") is True), *extra):
         result = add_or_update_toleration(result, toleration)
     return result

@@ -17,6 +17,11 @@ The rollout controls of ``extensions`` (``partition``, ``paused``, a node ``sele
 some old pods: a frozen node is never updated, but its availability still counts against
 ``maxUnavailable``, so holding pods back can only make a pass more careful.
 
+Nodes the caller leaves out (``excluded``: nodes skipped as unhealthy under
+``unhealthyNodePolicy: Skip``, and departing nodes, see ``dsctl.daemonset.nodelifecycle``) are
+invisible to a pass: their pods are neither updated nor counted against ``maxUnavailable`` or
+``maxSurge``. A skipped node that recovers is an ordinary node again, updated within the budget.
+
 With ``rollingUpdateType: InPlaceIfPossible`` (which requires ``maxSurge: 0``) the no-surge
 path picks pods exactly as before, within the same budget, and then turns each pick whose
 revision differs from the current one only in container images into a ``PodUpdate`` instead
@@ -204,6 +209,7 @@ def plan_rolling_update(
     node_labels: Mapping[str, Mapping[str, str]] | None = None,
     old_templates: Mapping[str, Obj] | None = None,
     has_old: bool | None = None,
+    excluded: frozenset[str] = frozenset(),
 ) -> Plan:
     """Plan one rolling-update pass: old pods to delete and nodes to surge onto.
 
@@ -219,8 +225,9 @@ def plan_rolling_update(
     ``controls.selector``. ``old_templates`` (revision hash to stored template, see
     ``inplace.templates_by_hash``) is read only for ``controls.in_place``. ``has_old`` False
     tells that no live pod is of another revision (a caller that keeps count, see
-    ``nodetable.NodeTable.old``); then only the strategy is checked. Raises ``InvalidRollout``
-    for a malformed strategy.
+    ``nodetable.NodeTable.old``); then only the strategy is checked. ``excluded`` nodes are left
+    out of the pass altogether (see the module docstring). Raises ``InvalidRollout`` for a
+    malformed strategy.
     """
     if update_strategy_type(ds) != _ROLLING or controls.paused:
         return Plan()
@@ -233,6 +240,8 @@ def plan_rolling_update(
     view = {node: list(pods_by_node.get(node, ())) for node in {*pods_by_node, *nodes_should_run}}
     nodes = [(name, find_updated_pods_on_node(view[name], hash, generation)) for name in sorted(view)]
     state = _Pass(min_ready=min_ready_seconds(ds), now=now, frozen=_frozen(nodes, controls, node_labels or {}))
+    if excluded:
+        nodes = [(name, found) for name, found in nodes if name not in excluded]
     updates: list[PodUpdate] = []
     if limits.max_surge == 0:
         deletes: list[PodRef] = _no_surge(nodes, limits, state)

@@ -28,7 +28,9 @@ Kept for nodes:
 
 - ``metadata``: name, uid, resourceVersion, labels, creationTimestamp, deletionTimestamp;
 - ``spec``: taints, unschedulable;
-- ``status``: the ``Ready`` condition.
+- ``status``: the ``Ready`` condition (type, status, lastTransitionTime; and its message while
+  it is not True: the kubelet's graceful shutdown says so there). Its ``lastHeartbeatTime``
+  is dropped, so a heartbeat leaves the projection as it was.
 
 **Never mutate projected objects**: besides being cached, their sub-objects are shared between
 many objects, so a change would show up in all of them. Copy first (``copy.deepcopy``).
@@ -351,5 +353,17 @@ def project_node(node: Obj) -> Obj:
             kept_spec["unschedulable"] = True
         out["spec"] = kept_spec
     ready = _ready_condition(node.get("status"))
+    if ready is not None and ready[0].get("status") != "True":
+        message = _ready_message(node.get("status"))
+        if message:
+            ready = [{**ready[0], "message": message}]
     out["status"] = {"conditions": ready} if ready is not None else {}
     return out
+
+
+def _ready_message(status: Any) -> str:
+    for cond in status.get("conditions") or ():
+        if cond.__class__ is dict and cond.get("type") == "Ready":
+            message = cond.get("message")
+            return message if message.__class__ is _str else ""
+    return ""

@@ -19,6 +19,8 @@ __all__ = [
     "NAMESPACES",
     "NODES",
     "PODS",
+    "POD_DISRUPTION_BUDGETS",
+    "PRIORITY_CLASSES",
     "Resource",
     "crd_daemonsets",
     "make_crd_daemonsets",
@@ -98,6 +100,7 @@ CONTROLLER_REVISIONS = Resource(
 )
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
 PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False)
+POD_DISRUPTION_BUDGETS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", namespaced=True)
 
 
 def crd_daemonsets(group: str = "dsctl.io", version: str = "v1") -> Resource:

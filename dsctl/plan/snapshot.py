@@ -115,9 +115,13 @@ async def read_cluster(client: KubeClient, manifest: Manifest) -> ClusterSnapsho
         live = await live_task
         crd = await crd_task if crd_task is not None else None
     finally:
-        for task in (live_task, crd_task):
-            if task is not None and not task.done():
+        # A failed node list leaves the gets behind: cancel them, and collect what they raised
+        # so the one error reported is the list's, never a stray "exception never retrieved".
+        pending = [task for task in (live_task, crd_task) if task is not None]
+        for task in pending:
+            if not task.done():
                 task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
     selectors = [s for s in {_selector_text(manifest.obj), _selector_text(live)} if s]
     pods, revisions = await asyncio.gather(
         _by_selectors(client, PODS, namespace, sorted(selectors), pages),

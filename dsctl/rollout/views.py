@@ -14,10 +14,12 @@ import yaml
 from dsctl.daemonset.extensions import PAUSED_FIELD, InvalidControl, rollout_controls
 from dsctl.daemonset.reasons import (
     DAEMONSET_PAUSED,
+    DEPARTING_NODES,
     INVALID_ROLLOUT_CONTROL,
     PROGRESS_DEADLINE_EXCEEDED,
     PROGRESSING,
     ROLLOUT_HELD,
+    UNHEALTHY_NODES,
 )
 from dsctl.rollout.target import Target
 from dsctl_api.objects import annotations_of, as_int, as_list, as_map, meta, spec, uid
@@ -41,8 +43,8 @@ RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 _PAUSED = PAUSED_FIELD.annotation
 
 Obj = Mapping[str, Any]
-HELD = (DAEMONSET_PAUSED, ROLLOUT_HELD, INVALID_ROLLOUT_CONTROL)
-"""``Progressing`` reasons of a rollout held back on purpose."""
+HELD = (DAEMONSET_PAUSED, ROLLOUT_HELD, INVALID_ROLLOUT_CONTROL, UNHEALTHY_NODES, DEPARTING_NODES)
+"""``Progressing`` reasons of a rollout held back on purpose (a control, or nodes left out)."""
 
 
 class RolloutError(Exception):

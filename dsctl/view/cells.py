@@ -15,7 +15,8 @@ for the wire (``Cell.code``; the layout is ``CODEC``, sent to the page with ever
 the page never hard-codes it). ADR 0131 records these choices, ADR 0127 the protocol.
 
 ``Hold.UNHEALTHY`` (a node the rollout skips as unhealthy) has a code and a colour but no
-producer here: the controller's planner decides which nodes it skips, and ``holds`` takes its
+producer here: which nodes ``unhealthyNodePolicy: Skip`` leaves out is the controller's rule
+(``dsctl.daemonset.nodelifecycle.skipped_on``), which the model applies, and ``holds`` takes its
 answer as ``skipped_unhealthy`` rather than guessing it.
 """
 

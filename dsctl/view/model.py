@@ -20,13 +20,15 @@ never await, so each sees the caches between two events.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from dsctl.daemonset.eligibility import Eligibility, Fit, eligibility_signature
 from dsctl.daemonset.extensions import InvalidControl, RolloutControls, rollout_controls
 from dsctl.daemonset.history import RevisionOverflow, plan_history
+from dsctl.daemonset.nodelifecycle import skipped_on
 from dsctl.daemonset.podsort import group_by_node
 from dsctl.daemonset.template import HASH_LABEL, is_pod_updated, target_node, template_generation
 from dsctl.daemonset.update import InvalidRollout, update_strategy_type
@@ -156,6 +158,25 @@ class _Labels(Mapping[str, Mapping[str, str]]):
         return len(self._nodes.list())
 
 
+class _NodesByName(Mapping[str, Obj]):
+    """Node name to node, read from the node store on demand."""
+
+    def __init__(self, nodes: Lister) -> None:
+        self._nodes = nodes
+
+    def __getitem__(self, key: str) -> Obj:
+        node = self._nodes.get(key)
+        if node is None:
+            raise KeyError(key)
+        return node
+
+    def __iter__(self) -> Iterator[str]:
+        return (name(n) for n in self._nodes.list())
+
+    def __len__(self) -> int:
+        return len(self._nodes.list())
+
+
 def _zone(node: Obj) -> str:
     value = labels(node).get(ZONE_LABEL)
     return value if isinstance(value, str) else ""
@@ -243,7 +264,9 @@ class GridModel:
         revisions: Lister,
         resource: str = "apps/v1",
         plan: PlanOverlay | None = None,
+        wall: Callable[[], float] = time.time,
     ) -> None:
+        self._wall = wall
         self._daemonsets = daemonsets
         self._nodes = nodes
         self._pods = pods
@@ -447,7 +470,8 @@ class GridModel:
         all of them); the others' ``should_run`` is reused, so a pod event costs no
         eligibility checks.
         """
-        if not row.holds and not (row.rolling and row.controls.holds_back):
+        skips = row.rolling and row.controls.skips_unhealthy
+        if not row.holds and not (row.rolling and row.controls.holds_back) and not skips:
             row.should_run = None
             return set()
         if row.should_run is None or refit is None:
@@ -459,9 +483,12 @@ class GridModel:
                 else:
                     row.should_run.discard(n)
         pods_by_node = group_by_node(self._pods.by_index(BY_OWNER_UID, row.uid)) if row.uid else {}
+        skipped = skipped_on(_NodesByName(self._nodes), pods_by_node, should_run=row.should_run, hash=row.hash,
+                             generation=row.generation, seconds=row.controls.unhealthy_node_seconds,
+                             now=self._wall()) if skips else ()
         new = holds(controls=row.controls, rolling=row.rolling, pods_by_node=pods_by_node,
                     nodes_should_run=row.should_run, hash=row.hash, generation=row.generation,
-                    node_labels=self._labels)
+                    node_labels=self._labels, skipped_unhealthy=skipped)
         old, row.holds = row.holds, new
         return {n for n in old.keys() | new.keys() if old.get(n) != new.get(n)}
 

@@ -62,6 +62,7 @@ __all__ = [
     "first_sentence",
     "load_definitions",
     "main",
+    "readiness_gate",
     "render",
     "schema_node",
     "structural_schema",
@@ -336,6 +337,13 @@ RULES: dict[str, list[dict[str, Any]]] = {
             "fieldPath": ".template.metadata.labels",
             "message": "`selector` does not match template `labels`",
         },
+        {
+            # dsctl's maxDisruptions: an int >= 0, or a percentage up to 100 %.
+            "rule": "!has(self.maxDisruptions) || (type(self.maxDisruptions) == int ? self.maxDisruptions >= 0"
+            " : self.maxDisruptions.matches('^(100|[1-9]?[0-9])%$'))",
+            "fieldPath": ".maxDisruptions",
+            "message": "must be an integer >= 0 or a percentage from 0% to 100%",
+        },
     ],
     "spec.selector": [
         {
@@ -512,6 +520,17 @@ def rollout_controls(defs: Mapping[str, Schema]) -> Schema:
             "other change. InPlaceIfPossible requires maxSurge 0.",
             "type": "string", "enum": ["Standard", "InPlaceIfPossible"],
         },
+        "unhealthyNodePolicy": {
+            "description": "dsctl: Count (the default, upstream's) counts the pods of nodes that are not Ready "
+            "against maxUnavailable; Skip leaves a node whose Ready condition has not been True for "
+            "unhealthyNodeSeconds out of the rolling update until it recovers.",
+            "type": "string", "enum": ["Count", "Skip"],
+        },
+        "unhealthyNodeSeconds": {
+            "description": "dsctl: seconds a node's Ready condition is not True before Skip leaves it out. "
+            "Default 60.",
+            "type": "integer", "format": "int32", "minimum": 0,
+        },
     }
 
 
@@ -527,6 +546,24 @@ def spec_limits() -> Schema:
             "description": "dsctl: seconds a rollout may make no progress before the Progressing condition "
             "turns False with reason ProgressDeadlineExceeded. Default 600.",
             "type": "integer", "format": "int32", "minimum": 1,
+        },
+        "maxDisruptions": {
+            "description": "dsctl: keep a PodDisruptionBudget, owned by this DaemonSet, that lets evictions "
+            "take at most this many of its pods at once: an integer, or a percentage of the desired pods "
+            "(rounded up). Unset: no budget.",
+            "x-kubernetes-int-or-string": True,
+            "anyOf": [{"type": "integer"}, {"type": "string"}],
+        },
+    }
+
+
+def readiness_gate() -> Schema:
+    """The node readiness gate's field at ``spec`` level; see ``dsctl.daemonset.readinessgate``."""
+    return {
+        "nodeReadinessGate": {
+            "description": "dsctl: when true, a node that should run this DaemonSet's pod keeps the readiness "
+            "taint (dsctl run --readiness-taint) until that pod is available. Default false.",
+            "type": "boolean",
         },
     }
 
@@ -551,6 +588,7 @@ def build_crd(defs: Mapping[str, Schema], *, version: str = K8S_VERSION) -> dict
     rolling = spec["properties"]["updateStrategy"]["properties"]["rollingUpdate"]
     rolling["properties"].update(rollout_controls(defs))
     spec["properties"].update(spec_limits())
+    spec["properties"].update(readiness_gate())
     status = structural_schema(props["status"], defs, where="status")
     status["properties"]["conditions"]["items"]["properties"].update(condition_extras())
     schema: Schema = {

@@ -28,6 +28,7 @@ from tests.support.builders import daemonset, node
 __all__ = [
     "CHAOS_TAINT",
     "INFRA_TAINT",
+    "READINESS_TAINT",
     "add_departing_taint",
     "delete_with_finalizer",
     "departing_taint",
@@ -45,6 +46,7 @@ __all__ = [
 ]
 
 IN_PLACE_ANNOTATION = "dsctl.io/rolling-update-type"
+MAX_DISRUPTIONS_ANNOTATION = "dsctl.io/max-disruptions"
 
 T = TypeVar("T")
 
@@ -52,6 +54,8 @@ INFRA_TAINT = {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}
 """Set on the scenario's infra nodes; only DaemonSets with ``tolerate_infra`` run there."""
 CHAOS_TAINT = "chaos.dsctl.io/flap"
 """Key of the taints a taint flap adds and removes."""
+READINESS_TAINT = {"key": "dsctl.io/agents-not-ready", "effect": "NoSchedule"}
+"""The controller's default readiness taint, as nodes of the ``readiness-gate`` theme register with it."""
 _TRANSIENT = (errors.ServerError, errors.TooManyRequests, errors.ConnectionFailed)
 
 
@@ -85,6 +89,13 @@ def ds_body(spec: DaemonSetSpec, *, version: int) -> dict[str, Any]:
                      strategy=strategy, min_ready_seconds=spec.min_ready_seconds)
     if spec.strategy.get(IN_PLACE):
         body["metadata"]["annotations"] = {IN_PLACE_ANNOTATION: "InPlaceIfPossible"}
+    if spec.max_disruptions is not None:
+        body["metadata"].setdefault("annotations", {})[MAX_DISRUPTIONS_ANNOTATION] = str(spec.max_disruptions)
+    if spec.gating:
+        body["metadata"].setdefault("annotations", {})["dsctl.io/node-readiness-gate"] = "true"
+    if spec.startup_seconds is not None:
+        template_meta = body["spec"]["template"]["metadata"]
+        template_meta.setdefault("annotations", {})["sim.dsctl.io/startup-seconds"] = str(spec.startup_seconds)
     body["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = spec.grace_seconds
     # Shell operators as real templates hold them: every revision update (a rollback renumbers
     # one) must then send data bytes the simulator compares as kube-apiserver does.
@@ -147,9 +158,9 @@ async def set_node_ready(client: KubeClient, name: str, ready: bool) -> None:
     await _modify(client, NODES, name, change, status=True)
 
 
-async def join_node(client: KubeClient, name: str, *, blue: bool) -> None:
-    """Register a new Ready node (labelled ``pool=blue`` when ``blue``)."""
-    body = node(name, labels={"pool": "blue"} if blue else None)
+async def join_node(client: KubeClient, name: str, *, blue: bool, taints: list[dict[str, Any]] | None = None) -> None:
+    """Register a new Ready node (labelled ``pool=blue`` when ``blue``, carrying ``taints``)."""
+    body = node(name, labels={"pool": "blue"} if blue else None, taints=taints)
     # AlreadyExists: an earlier attempt went through before its answer was lost.
     with contextlib.suppress(errors.AlreadyExists):
         await retrying(lambda: client.create(NODES, body))

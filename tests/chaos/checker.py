@@ -15,6 +15,10 @@ What it adds to the rollout observer of the updates issue (which it uses unchang
   DaemonSet whose surge the schedule switched off (its surge pods are legitimately still
   there until it settles; the settled recount then demands exactly one).
 - **deleted DaemonSets** (invariant d) through :class:`~tests.chaos.ledger.DeletionLedger`.
+- **the readiness gate**, when the scenario has gating DaemonSets (``watch_gate``): a readiness
+  taint is never removed while a gating pod on that node is not Ready, judged by
+  :class:`~tests.support.gatewatch.GateWatch` at the removal's resourceVersion. Removals whose
+  order a relist after a 410 hides are counted (``gate_gaps``), not judged.
 
 Observer watch errors are transient by construction here (the faults hit the observer's
 client too) and do not lose events, since the observer re-watches from its last
@@ -27,12 +31,16 @@ import asyncio
 import contextlib
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from dsctl.kube.client import KubeClient
 from dsctl.kube.errors import ApiError
-from dsctl.kube.resources import DAEMONSETS
+from dsctl.kube.resources import DAEMONSETS, NODES
+from dsctl_api.pods import controller_ref
 from tests.chaos.ledger import DeletionLedger
+from tests.support.gatewatch import GateWatch
 from tests.support.invariants import RolloutObserver, Violation
 from tests.support.poll import eventually
 
@@ -63,6 +71,7 @@ class ChaosChecker:
         self._watched: dict[str, _Watched] = {}
         self._crowded: set[tuple[str, str]] = set()
         self.ledger = DeletionLedger(self.client, namespace=self.namespace)
+        self.gate: GateWatch | None = None
 
     async def __aenter__(self) -> ChaosChecker:
         await self.ledger.__aenter__()
@@ -71,7 +80,52 @@ class ChaosChecker:
     async def __aexit__(self, *exc_info: object) -> None:
         for name in list(self._watched):
             await self.unobserve(name)
+        if self.gate is not None:
+            await self.gate.__aexit__(*exc_info)
         await self.ledger.__aexit__(*exc_info)
+
+    # -- the readiness gate ---------------------------------------------------------------
+
+    async def watch_gate(self, taint_key: str, gating: list[str], *, deadline: float = 20.0) -> None:
+        """Judge every removal of ``taint_key`` against the pods of the gating DaemonSets ``gating``."""
+        keys = {f"{self.namespace}/{name}" for name in gating}
+
+        def owner(pod: Mapping[str, Any]) -> str | None:
+            ref = controller_ref(pod)
+            key = f"{self.namespace}/{ref.get('name')}" if ref is not None else ""
+            return key if key in keys else None
+
+        until = time.monotonic() + deadline
+        while True:
+            watch = GateWatch(self.client, taint_key, owner, namespace=self.namespace)
+            try:
+                self.gate = await watch.__aenter__()
+                return
+            except ApiError:
+                await watch.__aexit__(None, None, None)
+                if time.monotonic() > until:
+                    raise
+            await asyncio.sleep(0.1)  # backoff between attempts under an injected error storm
+
+    async def finish_gate(self, *, timeout: float = 15.0) -> None:
+        """Wait until the gate's watch has seen everything written so far and judged every removal."""
+        gate = self.gate
+        if gate is None:
+            return
+        now = int((await self.client.list(NODES, limit=1))["metadata"]["resourceVersion"])
+
+        async def judged() -> bool:
+            return gate.caught_up(now)
+        try:
+            await eventually(judged, timeout=timeout, interval=0.1, message="every readiness-taint removal judged")
+        except AssertionError:
+            self.violations.append(f"readiness gate: the watch did not catch up with rv {now} "
+                                   f"({gate.pending} removals not judged)")
+
+    @property
+    def gate_gaps(self) -> int:
+        """Relists of the gate's watch, whose gaps are not judged."""
+        return self.gate.gaps if self.gate is not None else 0
 
     # -- observers ------------------------------------------------------------------------
 
@@ -174,4 +228,7 @@ class ChaosChecker:
         found = list(self.violations)
         for name, watched in self._watched.items():
             found += [f"ds/{name} {v}" for v in watched.observer.violations if self._counts(v)]
+        if self.gate is not None:
+            found += [f"readiness gate: {v}" for v in self.gate.violations]
+            found += [f"readiness gate watch: {e}" for e in self.gate.errors]
         return found + self.ledger.violations()

@@ -3,7 +3,7 @@
 - ``--chaos-seed N`` runs the selected scenarios with seed ``N`` (the replay line each run
   prints names the scenario with ``-k``); with ``--long``, a seed past the 200 scenarios (a
   soak started with ``--start``) adds its own scenario to the list, so its replay line works;
-- ``--long`` swaps the CI-sized list (27 scenarios, one per theme plus repeats) for the soak
+- ``--long`` swaps the CI-sized list (28 scenarios, one per theme plus repeats) for the soak
   list (200 scenarios over larger clusters and longer fault windows). Without it, the soak
   failures fixed since (``REGRESSIONS``) run too, each with its soak seed and sizes.
 

@@ -12,9 +12,10 @@ in ``finally``. The phases:
    until the server is back (the admin API goes down with it).
 3. **faults stop**: every fault knob reset, killed replicas replaced; the clock starts.
 4. **convergence**: poll the settled-state recount until it holds, within ``bound`` seconds.
-5. **verdict**: checker violations, late pods, controller deaths and logged errors, and with
-   two replicas the invariant **one writer** over the simulator's request log
-   (:mod:`tests.support.onewriter`).
+5. **verdict**: checker violations, late pods, controller deaths and logged errors, the
+   **budget** invariant (:mod:`tests.chaos.budgets`: no budget status ever allows more than
+   ``maxDisruptions``, and each settles at ``desired - maxDisruptions``), and with two replicas
+   the invariant **one writer** over the simulator's request log (:mod:`tests.support.onewriter`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import random
 import tempfile
 import time
 from collections.abc import Callable
@@ -36,6 +38,7 @@ from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, LEASES, NODES, PODS
 from dsctl_api.pods import controller_ref
 from tests.chaos import actions
+from tests.chaos.budgets import BudgetWatch
 from tests.chaos.checker import ChaosChecker
 from tests.chaos.faultknobs import FaultKnobs
 from tests.chaos.ledger import DeletionLedger
@@ -43,6 +46,7 @@ from tests.chaos.recount import settle_problems
 from tests.chaos.replicas import Replicas
 from tests.chaos.scenario import NODE_MONITOR_GRACE, Scenario, Step, hits_leases
 from tests.chaos.tokens import TokenRotator
+from tests.support.clusterview import target_of
 from tests.support.onewriter import lease_history, one_writer_violations
 from tests.support.poll import eventually
 from tests.support.requestaudit import read_all_requests
@@ -263,6 +267,11 @@ class _Run:
         self.checker.exclude(step.target)
         await actions.join_node(self.client, step.target, blue=bool(step.params["blue"]))
 
+    async def _do_tainted_join(self, step: Step) -> None:
+        self.checker.exclude(step.target)
+        await actions.join_node(self.client, step.target, blue=bool(step.params["blue"]),
+                                taints=[actions.READINESS_TAINT])
+
     async def _do_node_delete(self, step: Step) -> None:
         self.checker.exclude(step.target)
         await actions.retrying(lambda: self.client.delete(NODES, step.target))
@@ -319,6 +328,32 @@ class _Run:
         await asyncio.sleep(float(step.params["duration"]))  # the node stays in deletion this long
         await actions.remove_finalizer(self.client, step.target)
         self.note(f"end finalizer_delete {step.target}")
+
+    async def _do_evictions(self, step: Step) -> None:
+        # VPA's updater evicts pods one POST at a time and comes back to those refused with 429.
+        # Each evicted node leaves the rollout budget's account (invariant b): an eviction is a
+        # disruption the budget answers for, not the rolling update.
+        rng = random.Random(int(step.params["pick"]))
+        until = time.monotonic() + float(step.params["duration"])
+        allowed = refused = 0
+        while time.monotonic() < until:
+            with contextlib.suppress(errors.ApiError, aiohttp.ClientError):
+                pods = sorted((p for p in (await self.client.list(PODS, namespace="default",
+                                                                  label_selector=f"app={step.target}"))["items"]
+                               if not p["metadata"].get("deletionTimestamp")), key=lambda p: p["metadata"]["name"])
+                if pods:
+                    pod = rng.choice(pods)
+                    self.checker.exclude(target_of(pod))
+                    name = pod["metadata"]["name"]
+                    body = {"apiVersion": "policy/v1", "kind": "Eviction",
+                            "metadata": {"name": name, "namespace": "default"}}
+                    status, _ = await self.sim.request(
+                        "POST", f"/api/v1/namespaces/default/pods/{name}/eviction", json=body,
+                        headers={"Authorization": f"Bearer {self.tokens.token}"})
+                    allowed += status == 201
+                    refused += status == 429
+            await asyncio.sleep(float(step.params["interval"]))  # the evicter's own pace
+        self.note(f"end evictions {step.target}: {allowed} allowed, {refused} refused")
 
     async def _do_notready_flap(self, step: Step) -> None:
         self.checker.exclude(step.target)
@@ -428,14 +463,18 @@ async def run_scenario(scenario: Scenario, *, bound: float | None = None,
             # cache lagged behind the infra taint would rightly keep a pod it placed there
             # (NoSchedule does not evict), which is not the settled state this suite asks for.
             await _setup(scenario, client)
+            limits = {d.name: d.max_disruptions for d in scenario.daemonsets if d.max_disruptions is not None}
             async with Replicas(kubeconfig, count=scenario.replicas, args=list(scenario.controller_args)) as replicas, \
-                    ChaosChecker(client) as checker:
+                    ChaosChecker(client) as checker, BudgetWatch(client, limits) as budgets:
                 run = _Run(scenario, sim=sim, client=client, replicas=replicas, checker=checker, result=result,
                            tokens=tokens)
                 await eventually(lambda: _settled(client, names), timeout=SETUP_BOUND, interval=0.2,
                                  message="initial rollout settled")
                 for name in names:
                     await checker.observe(name)
+                gating = [d.name for d in scenario.daemonsets if d.gating]
+                if gating:
+                    await checker.watch_gate(str(actions.READINESS_TAINT["key"]), gating)
                 run.note("faults start")
                 t0 = time.monotonic()
                 restarter = asyncio.create_task(run.restart_lost(), name="chaos-restart-lost")
@@ -465,7 +504,19 @@ async def run_scenario(scenario: Scenario, *, bound: float | None = None,
                          f"observer watch errors {checker.observer_errors}, ledger relists {checker.ledger.relists}")
                 for name in names:
                     await checker.unobserve(name)
+                await checker.finish_gate()
+                if checker.gate is not None:
+                    run.note(f"readiness taints removed {len(checker.gate.removals)}, judged {checker.gate.judged}, "
+                             f"watch gaps {checker.gate_gaps}")
                 result.violations += checker.problems()
+                result.violations += budgets.violations
+                if result.convergence_seconds is not None:
+                    try:
+                        await eventually(lambda: _no_problems(budgets), timeout=10, interval=0.2,
+                                         message="each budget at desired - maxDisruptions")
+                    except AssertionError as exc:
+                        result.violations.append(f"budget: {exc}")
+                run.note(f"budget statuses checked {budgets.statuses}, budget watch errors {budgets.errors}")
                 result.violations += replicas.problems()
                 if scenario.replicas > 1:
                     try:
@@ -484,6 +535,10 @@ async def run_scenario(scenario: Scenario, *, bound: float | None = None,
             tokens.close()
     result.duration_seconds = round(time.monotonic() - began, 2)
     return result
+
+
+async def _no_problems(budgets: BudgetWatch) -> _Settled:
+    return _Settled(await budgets.settled_problems())
 
 
 async def _leadership_recovered(client: KubeClient, replicas: Replicas) -> None:

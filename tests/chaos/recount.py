@@ -8,7 +8,9 @@ After the faults stop, every DaemonSet must reach, within the stated bound:
 - a status equal to a recount of those pods (desired, current, misscheduled, ready,
   available, updated, unavailable) and ``observedGeneration`` equal to ``generation``.
 - no ``ReplicaFailure`` condition: one set by a write refused during the faults is cleared
-  by the first sync whose writes all succeed.
+  by the first sync whose writes all succeed;
+- no node left carrying the readiness taint (``dsctl.io/agents-not-ready``): once every gating
+  pod is Ready, the gate has removed it.
 
 Eligibility is recomputed here from ``dsctl_api`` helpers with the automatic daemon tolerations,
 independently of the controller's own code paths (only the low-level matchers are shared).
@@ -36,9 +38,11 @@ AUTO_TOLERATIONS = [
         ("node.kubernetes.io/not-ready", "NoExecute"), ("node.kubernetes.io/unreachable", "NoExecute"),
         ("node.kubernetes.io/disk-pressure", "NoSchedule"), ("node.kubernetes.io/memory-pressure", "NoSchedule"),
         ("node.kubernetes.io/pid-pressure", "NoSchedule"), ("node.kubernetes.io/unschedulable", "NoSchedule"),
+        ("dsctl.io/agents-not-ready", "NoSchedule"),  # the readiness gate's taint, at its default key
     )
 ]
 Obj = Mapping[str, Any]
+READINESS_KEY = "dsctl.io/agents-not-ready"
 
 
 def eligible(ds: Obj, node: Obj) -> bool:
@@ -154,4 +158,6 @@ async def settle_problems(client: KubeClient, names: list[str], *, namespace: st
     for name in names:
         ds = await client.get(resource, name, namespace=namespace)
         problems += _judge(ds, nodes, pods, revisions, now)
+    problems += [f"node/{n['metadata']['name']}: readiness taint left" for n in nodes
+                 if any(t.get("key") == READINESS_KEY for t in (n.get("spec") or {}).get("taints") or [])]
     return problems[:25]

@@ -14,12 +14,13 @@ window plus their duration; the engine then clears every fault and measures conv
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 __all__ = [
     "CI_THEMES",
     "FAULT_KINDS",
+    "GATING_STARTUP",
     "LEASE_KINDS",
     "THEMES",
     "TWO_REPLICA_KINDS",
@@ -35,13 +36,14 @@ _FIRST_THEMES = (
     "node-join", "node-delete", "taint-flap", "label-flap", "notready-flap", "template-churn", "rollback",
     "strategy-switch", "recreate", "token-rotation", "mixed",
 )
-_NODE_LIFE_THEMES = ("kubelet-stop", "node-shutdown", "departing")
-THEMES = (*_FIRST_THEMES, "apiserver-restart", "lease-faults", "forced-relist", *_NODE_LIFE_THEMES)
+_NODE_LIFE_THEMES = ("kubelet-stop", "node-shutdown", "departing", "evictions")
+_GATE_THEMES = ("readiness-gate",)
+THEMES = (*_FIRST_THEMES, "apiserver-restart", "lease-faults", "forced-relist", *_NODE_LIFE_THEMES, *_GATE_THEMES)
 """Every theme; ``mixed`` draws several faults of any kind."""
 
 CI_THEMES = (*_FIRST_THEMES, "kill", "mixed", "apiserver-restart", "lease-faults", "forced-relist",
-             *_NODE_LIFE_THEMES)
-"""The CI-sized run: every theme once, plus a second kill and a second mix (27 scenarios). Themes
+             *_NODE_LIFE_THEMES, *_GATE_THEMES)
+"""The CI-sized run: every theme once, plus a second kill and a second mix (28 scenarios). Themes
 added later go last, so the earlier scenarios keep their index and seed."""
 
 FAULT_KINDS = (
@@ -49,7 +51,8 @@ FAULT_KINDS = (
     "kill", "failover", "node_join", "node_delete", "taint_flap", "label_flap", "notready_flap",
     "template_change", "rollback", "strategy_switch", "recreate", "token_rotation", "apiserver_restart",
     "lease_500", "lease_429", "lease_latency", "forced_relist",
-    "kubelet_stop", "node_shutdown", "departing_taint", "finalizer_delete",
+    "kubelet_stop", "node_shutdown", "departing_taint", "finalizer_delete", "evictions",
+    "tainted_join",
 )
 """Step kinds that count as injected faults (``rollout`` steps start the rollouts, not counted)."""
 
@@ -83,15 +86,20 @@ _THEME_KINDS: dict[str, tuple[str, ...]] = {
     "kubelet-stop": ("kubelet_stop",),
     "node-shutdown": ("node_shutdown",),
     "departing": ("departing_taint", "finalizer_delete"),
+    "evictions": ("evictions",),
+    "readiness-gate": ("tainted_join",),
 }
-_NODE_LIFE_KINDS = ("kubelet_stop", "node_shutdown", "departing_taint", "finalizer_delete")
+_NODE_LIFE_KINDS = ("kubelet_stop", "node_shutdown", "departing_taint", "finalizer_delete", "evictions")
+_GATE_KINDS = ("tainted_join",)
+"""Nodes that join carrying the readiness taint, in the ``readiness-gate`` theme only (ADR 0171)."""
 # Extras mixed into any scenario: everything but the kinds that need two replicas from the start.
 # The CI list draws from the kinds it had before the apiserver restart, so its scenarios stay as
 # they were; the soak draws from all of them but the Lease faults (which need two replicas).
 # The node-lifecycle kinds are drawn only by their own themes: mixing them in would change the
 # scenario of every seed (the replayed soak failures included).
 _EXTRA_KINDS = tuple(k for k in FAULT_KINDS
-                     if k not in ("apiserver_restart", "forced_relist", *TWO_REPLICA_KINDS, *_NODE_LIFE_KINDS))
+                     if k not in ("apiserver_restart", "forced_relist", *TWO_REPLICA_KINDS, *_NODE_LIFE_KINDS,
+                                  *_GATE_KINDS))
 _LONG_EXTRA_KINDS = (*_EXTRA_KINDS, "apiserver_restart", "forced_relist")
 NODE_MONITOR_GRACE = 1.0
 """The chaos simulator's ``--node-monitor-grace-seconds``: a stopped kubelet's node turns Unknown
@@ -137,6 +145,18 @@ class DaemonSetSpec:
     tolerate_infra: bool = False
     min_ready_seconds: int = 0
     grace_seconds: int = 0
+    max_disruptions: int | None = None
+    """``dsctl.io/max-disruptions``: the first DaemonSet of every scenario keeps a budget of 1
+    (no draw from the seed, so every scenario keeps the faults it always had)."""
+    gating: bool = False
+    """The DaemonSet gates its nodes (``dsctl.io/node-readiness-gate``)."""
+    startup_seconds: float | None = None
+    """Its pods' simulated start-up (``sim.dsctl.io/startup-seconds``); None: the scenario's."""
+
+
+GATING_STARTUP = 1.0
+"""Start-up of the gating DaemonSet's pods in the ``readiness-gate`` theme: slower than the others,
+so a tainted node waits on its gating pod while the faults run."""
 
 
 @dataclass(frozen=True)
@@ -169,13 +189,14 @@ class Scenario:
         convergence bound that grows with the cluster: a 30-node fleet updated one node at a
         time cannot settle within a fixed 30 s.
         """
-        desired = self.nodes + sum(1 for s in self.steps if s.kind == "node_join")
+        desired = self.nodes + sum(1 for s in self.steps if s.kind in ("node_join", "tainted_join"))
         slowest = 0.0
         for spec in self.daemonsets:
             rolling = spec.strategy.get("rollingUpdate") or {}
             width = max(_scaled(rolling.get("maxUnavailable"), desired), _scaled(rolling.get("maxSurge"), desired), 1)
             slack = 1.0 if spec.min_ready_seconds else 0.0
-            wave = self.pod_startup + spec.grace_seconds + spec.min_ready_seconds + slack
+            startup = self.pod_startup if spec.startup_seconds is None else spec.startup_seconds
+            wave = startup + spec.grace_seconds + spec.min_ready_seconds + slack
             slowest = max(slowest, -(-desired // width) * wave)
         return round(slowest, 1)
 
@@ -192,7 +213,8 @@ class Scenario:
         lines = [f"scenario {self.id} seed={self.seed} theme={self.theme} nodes={self.nodes} "
                  f"startup={self.pod_startup}s replicas={self.replicas} window={self.window}s"]
         lines += [f"  ds {d.name}: {d.strategy} selector={d.node_selector} infra={d.tolerate_infra} "
-                  f"minReady={d.min_ready_seconds} grace={d.grace_seconds}" for d in self.daemonsets]
+                  f"minReady={d.min_ready_seconds} grace={d.grace_seconds}"
+                  + (f" gating startup={d.startup_seconds}s" if d.gating else "") for d in self.daemonsets]
         lines += [f"  {s}" for s in self.steps]
         return "\n".join(lines)
 
@@ -239,6 +261,7 @@ class _Builder:
         self.free_nodes = [f"node-{i}" for i in range(scenario_nodes)]
         rng.shuffle(self.free_nodes)
         self.joined = 0
+        self.tainted_joins = 0
         self.steps: list[Step] = []
         self.recreated: set[str] = set()
         self.lease_free_at = 0.0
@@ -305,6 +328,12 @@ class _Builder:
                 steps.append(Step(self.at(), kind, target=f"node-x{self.joined}",
                                   params={"blue": rng.random() < 0.5}))
                 self.joined += 1
+        elif kind == "tainted_join":
+            # Nodes registering with the readiness taint, as a kubelet with --register-with-taints does.
+            for _ in range(rng.randint(1, 3)):
+                steps.append(Step(self.at(0.05, 0.7), kind, target=f"node-g{self.tainted_joins}",
+                                  params={"blue": rng.random() < 0.5}))
+                self.tainted_joins += 1
         elif kind == "node_delete":
             name = self.node()
             if name:
@@ -334,6 +363,11 @@ class _Builder:
             if name:
                 steps.append(Step(self.at(), kind, target=name, params={
                     "taint": rng.choice(["autoscaler", "karpenter"]), "duration": duration}))
+        elif kind == "evictions":
+            # VPA's updater: evictions of the budgeted DaemonSet's pods, each 429 retried later.
+            steps.append(Step(self.at(0.05, 0.5), kind, target=self.daemonsets[0].name, params={
+                "duration": round(rng.uniform(1.0, 2.5), 2), "interval": rng.choice([0.1, 0.2, 0.3]),
+                "pick": rng.randint(0, 1_000_000)}))
         elif kind == "finalizer_delete":
             name = self.node()
             if name:
@@ -392,7 +426,11 @@ def generate(seed: int, *, theme: str, index: int = 0, long: bool = False) -> Sc
             name=name, strategy=_strategy(rng, allow_on_delete=long and position > 0),
             node_selector=selector, tolerate_infra=rng.random() < 0.5,
             min_ready_seconds=rng.choice([0, 0, 1]) if long else 0, grace_seconds=rng.choice([0, 0, 1]),
+            max_disruptions=1 if position == 0 else None,
         ))
+    if theme in _GATE_THEMES:
+        # The first DaemonSet gates, with slower pods; no draw, so the rest of the scenario is as drawn.
+        specs[0] = replace(specs[0], gating=True, startup_seconds=GATING_STARTUP)
     builder = _Builder(rng, nodes, specs, window, blue)
     extra_kinds = _LONG_EXTRA_KINDS if long else _EXTRA_KINDS
     if theme == "mixed":

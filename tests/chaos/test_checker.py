@@ -21,6 +21,7 @@ from tests.chaos.ledger import IN_FLIGHT
 from tests.chaos.recount import settle_problems
 from tests.chaos.replicas import Replicas
 from tests.support.builders import daemonset, rolling
+from tests.support.builders import node as node_body
 from tests.support.invariants import BUDGET_GRACE, EXEMPTION_SLACK, PodInfo, RolloutObserver
 from tests.support.poll import eventually
 from tests.support.simproc import SimProcess
@@ -28,8 +29,9 @@ from tests.support.simproc import SimProcess
 
 @pytest.fixture
 async def cluster() -> AsyncIterator[tuple[SimProcess, KubeClient]]:
-    """A 3-node simulator without a controller, and a client for the rogue writes."""
-    async with SimProcess(nodes=3, args=["--pod-startup-seconds", "0.1"]) as sim:
+    """A 3-node simulator without a controller, and a client for the rogue writes (bookmarks every half
+    second, so a watch shows it has passed a resourceVersion)."""
+    async with SimProcess(nodes=3, args=["--pod-startup-seconds", "0.1", "--bookmark-seconds", "0.5"]) as sim:
         client = await KubeClient.from_config(kubeconfig=sim.kubeconfig, qps=500, burst=1000)
         try:
             yield sim, client
@@ -233,3 +235,36 @@ async def test_a_budget_shrunk_by_the_cluster_judges_deletions_in_flight_by_the_
 
 async def _async(value: bool) -> bool:
     return value
+
+
+@pytest.mark.parametrize(("ready_first", "violations"), [
+    pytest.param(False, 1, id="removed-while-not-ready"),
+    pytest.param(True, 0, id="removed-once-ready"),
+])
+async def test_a_readiness_taint_removed_too_early_is_reported(cluster: tuple[SimProcess, KubeClient],
+                                                             ready_first: bool, violations: int) -> None:
+    """The test removes a readiness taint itself: while the gating pod is not Ready the checker reports it,
+    once it is Ready it does not."""
+    _, client = cluster
+    taint = {"key": "dsctl.io/agents-not-ready", "effect": "NoSchedule"}
+    ds = await client.create(DAEMONSETS, daemonset("gate"), namespace="default")
+    await client.create(NODES, node_body("tainted", taints=[taint]))
+    async with ChaosChecker(client) as checker:
+        await checker.watch_gate("dsctl.io/agents-not-ready", ["gate"])
+        pod = _pod(ds, "tainted", 0)
+        if not ready_first:
+            pod["metadata"]["annotations"] = {"sim.dsctl.io/never-ready": "true"}
+        await client.create(PODS, pod, namespace="default")
+        if ready_first:
+            async def ready() -> bool:
+                got = await client.get(PODS, pod["metadata"]["name"], namespace="default")
+                return any(c.get("type") == "Ready" and c.get("status") == "True"
+                           for c in (got.get("status") or {}).get("conditions") or [])
+            await eventually(ready, timeout=10, message="the gating pod Ready")
+        await client.patch(NODES, "tainted", {"spec": {"taints": None}})
+        await checker.finish_gate()
+        assert checker.gate is not None and checker.gate.judged == 1
+        found = [p for p in checker.problems() if p.startswith("readiness gate")]
+        assert len(found) == violations, found
+        if violations:
+            assert "default/gate" in found[0]

@@ -87,6 +87,8 @@ def _other_value(f: dataclasses.Field[Any]) -> tuple[str, Any]:
         return pick, pick
     if f.name.endswith("_bind_address"):  # validated as host:port
         return "127.0.0.1:9", "127.0.0.1:9"
+    if f.name.endswith("_timeout") and isinstance(default, str):  # validated as a Go duration
+        return "90s", "90s"
     return f"from-env-{f.name}", f"from-env-{f.name}"
 
 

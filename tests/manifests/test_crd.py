@@ -95,12 +95,13 @@ def source_paths(schema: Mapping[str, Any], defs: Mapping[str, Any], prefix: str
 
 def test_crd_covers_every_apps_v1_field(crd: dict[str, Any], generate: ModuleType) -> None:
     """Every spec and status field of apps/v1 DaemonSet exists in the CRD schema; the only others are
-    dsctl's rollout controls under rollingUpdate, its spec-level limits and conditions[].lastUpdateTime."""
+    dsctl's rollout controls under rollingUpdate, its spec-level limits and readiness gate, and
+        conditions[].lastUpdateTime."""
     defs = generate.load_definitions(K8S_VERSION)
     source = defs["io.k8s.api.apps.v1.DaemonSet"]["properties"]
     ours = crd_schema(crd)["properties"]
     controls = tuple(f".updateStrategy.rollingUpdate.{name}" for name in generate.rollout_controls(defs))
-    extras = {"spec": (*controls, *(f".{name}" for name in generate.spec_limits())),
+    extras = {"spec": (*controls, *(f".{name}" for name in (*generate.spec_limits(), *generate.readiness_gate()))),
               "status": tuple(f".conditions[].{name}" for name in generate.condition_extras())}
     for part in ("spec", "status"):
         paths = {p for p in property_paths(ours[part]) if not p.startswith(extras[part])}

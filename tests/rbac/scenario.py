@@ -5,8 +5,9 @@ leader election (acquire, renew, release), informers (list + watch of every kind
 revision-name collision (live gets of the revision and the DaemonSet, a collisionCount bump),
 a surge rollout, a rollback (revision renumbered) and history cleanup, orphaning and
 re-adoption of pods and revisions, release of a relabelled pod, an OnDelete update, a failing
-pod (delete plus ``FailedDaemonPod``), a repeated ``FailedCreate`` (the event recorder patches
-the count), and then CRD mode. It returns the permissions the controller used in each mode.
+pod (delete plus ``FailedDaemonPod``), the node readiness gate removing its taint (a node
+patch), a repeated ``FailedCreate`` (the event recorder patches the count), and then CRD mode.
+It returns the permissions the controller used in each mode.
 
 It asserts only what it must to know a step happened; reconciliation itself is pinned by the
 integration tests.
@@ -19,8 +20,19 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from dsctl.kube import errors
 from dsctl.kube.client import KubeClient
-from dsctl.kube.resources import CONTROLLER_REVISIONS, DAEMONSETS, EVENTS, NAMESPACES, PODS, Resource, crd_daemonsets
+from dsctl.kube.resources import (
+    CONTROLLER_REVISIONS,
+    DAEMONSETS,
+    EVENTS,
+    NAMESPACES,
+    POD_DISRUPTION_BUDGETS,
+    PODS,
+    Resource,
+    crd_daemonsets,
+)
+from dsctl.kube.resources import NODES as NODES_RESOURCE
 from tests.rbac.grants import MANIFESTS
 from tests.support.builders import daemonset, rolling
 from tests.support.clusterview import daemon_pods, ds_status, is_ready
@@ -98,6 +110,8 @@ async def _apps_mode_steps(sim: SimProcess, kube: KubeClient) -> None:
         stories.create_task(_on_delete_story(kube))
         stories.create_task(_failing_pod_story(kube))
         stories.create_task(_in_place_story(kube))
+        stories.create_task(_budget_story(kube))
+        stories.create_task(_readiness_gate_story(kube))
     await _failed_create_story(sim, kube)
 
 
@@ -183,6 +197,39 @@ async def _in_place_story(kube: KubeClient) -> None:
         return bool(pods) and pods[0]["spec"]["containers"][0]["image"] == IMAGE.format("b")
 
     await _until(patched, "inplace pod patched")
+
+
+async def _budget_story(kube: KubeClient) -> None:
+    # maxDisruptions: the DaemonSet's PodDisruptionBudget is created, patched, then deleted.
+    body = daemonset("budgeted", image=IMAGE.format("a"))
+    body["metadata"]["annotations"] = {"dsctl.io/max-disruptions": "1"}
+    await kube.create(DAEMONSETS, body, namespace="default")
+
+    async def min_available(wanted: int | None) -> bool:
+        try:
+            pdb = await kube.get(POD_DISRUPTION_BUDGETS, "budgeted", namespace="default")
+        except errors.NotFound:
+            return wanted is None
+        return bool(pdb["spec"].get("minAvailable") == wanted)
+
+    await _until(lambda: min_available(NODES - 1), "budget created")
+    await kube.patch(DAEMONSETS, "budgeted", {"metadata": {"annotations": {"dsctl.io/max-disruptions": "0"}}},
+                     namespace="default")
+    await _until(lambda: min_available(NODES), "budget patched")
+    await kube.patch(DAEMONSETS, "budgeted", {"metadata": {"annotations": {"dsctl.io/max-disruptions": None}}},
+                     namespace="default")
+    await _until(lambda: min_available(None), "budget deleted")
+
+
+async def _readiness_gate_story(kube: KubeClient) -> None:
+    # The node readiness gate: a node carrying the taint, no gating DaemonSet wanting it: a node patch.
+    taint = {"key": "dsctl.io/agents-not-ready", "effect": "NoSchedule"}
+    await kube.patch(NODES_RESOURCE, "node-2", {"spec": {"taints": [taint]}})
+
+    async def untainted() -> bool:
+        return not ((await kube.get(NODES_RESOURCE, "node-2")).get("spec") or {}).get("taints")
+
+    await _until(untainted, "the readiness taint removed from node-2")
 
 
 async def _failing_pod_story(kube: KubeClient) -> None:

@@ -58,6 +58,7 @@ _AUTO_TOLERATIONS = [
         ("node.kubernetes.io/not-ready", "NoExecute"), ("node.kubernetes.io/unreachable", "NoExecute"),
         ("node.kubernetes.io/disk-pressure", "NoSchedule"), ("node.kubernetes.io/memory-pressure", "NoSchedule"),
         ("node.kubernetes.io/pid-pressure", "NoSchedule"), ("node.kubernetes.io/unschedulable", "NoSchedule"),
+        ("dsctl.io/agents-not-ready", "NoSchedule"),  # the readiness gate's taint, at its default key
     )
 ]
 _MAX_VIOLATIONS = 50

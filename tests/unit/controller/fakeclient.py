@@ -13,8 +13,9 @@ picks; a failing call changes nothing. Answers and stored objects are deep copie
 code under test can neither alter the store nor see later changes through an old answer.
 
 Patches: ``merge`` is RFC 7386; ``strategic`` is applied as a merge patch (lists replaced, no
-merge keys), enough for the metadata and image patches the controller sends; ``json`` patches
-are refused with ``NotImplementedError``. Watches are not offered: use ``dsctl.sim`` for those.
+merge keys), enough for the metadata and image patches the controller sends; ``json`` is RFC 6902
+(the ``jsonpatch`` library), and operations that do not apply (a failed ``test``) are refused
+with 422 Invalid, as kube-apiserver refuses them. Watches are not offered: use ``dsctl.sim`` for those.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+import jsonpatch
+import jsonpointer
 import orjson
 
 from dsctl.kube import errors
@@ -247,13 +250,18 @@ class FakeClient:
     async def patch(self, res: Resource, name: str, body: Any, *, namespace: str | None = None,
                     patch_type: str = "merge", subresource: str | None = None,
                     field_manager: str | None = None) -> dict[str, Any]:
-        """Apply a merge (or, approximately, strategic merge) patch; NotFound when missing."""
+        """Apply a merge (or, approximately, strategic merge) or JSON patch; NotFound when missing."""
         call = self._record("patch", res, namespace, name, body, patch_type=patch_type, subresource=subresource,
                             field_manager=field_manager)
-        if patch_type == "json":
-            raise NotImplementedError("FakeClient does not apply JSON patches")
         current = self._existing(call, res)
-        patched = merge_patch(current, body)
+        if patch_type == "json":
+            try:
+                patched = jsonpatch.apply_patch(current, body)
+            except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
+                raise errors.Invalid(422, "Invalid", "the server rejected our request due to an error in our "
+                                                     f"request ({exc})") from None
+        else:
+            patched = merge_patch(current, body)
         patched["metadata"] = {**patched.get("metadata", {}), "name": name, "uid": current["metadata"]["uid"],
                                "resourceVersion": str(next(self._rv))}
         self.objects[(call.resource, call.namespace, name)] = patched

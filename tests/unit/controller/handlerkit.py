@@ -132,12 +132,18 @@ def pod(name: str, *, owner: Obj | None = None, labels: dict[str, str] | None = 
 
 
 def node(name: str, *, labels: dict[str, str] | None = None, rv: str = "1",
-         taints: list[dict[str, Any]] | None = None, heartbeat: str = "2026-12-01T00:00:00Z") -> Obj:
+         taints: list[dict[str, Any]] | None = None, heartbeat: str = "2026-12-01T00:00:00Z",
+         ready: str = "True", since: str = "2026-11-30T00:00:00Z", message: str = "", deleting: bool = False) -> Obj:
     spec: Obj = {"taints": taints} if taints else {}
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": dict(labels or {}), "resourceVersion": rv},
-            "spec": spec,
-            "status": {"conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": heartbeat}]}}
+    meta: Obj = {"name": name, "labels": dict(labels or {}), "resourceVersion": rv}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-12-01T00:00:00Z"
+    ready_condition: Obj = {"type": "Ready", "status": ready, "lastHeartbeatTime": heartbeat,
+                            "lastTransitionTime": since}
+    if message:
+        ready_condition["message"] = message
+    return {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec,
+            "status": {"conditions": [ready_condition]}}
 
 
 def revision(name: str, *, owner: Obj | None = None, labels: dict[str, str] | None = None, rv: str = "1",

@@ -23,9 +23,10 @@ from dsctl.controller.workers import Done, Outcome, Retry, Terminal
 from dsctl.controller.writes import WriteSignals
 from dsctl.daemonset import history as hist
 from dsctl.daemonset.eligibility import Eligibility
+from dsctl.daemonset.reasons import FAILED_CREATE_DISRUPTION_BUDGET
 from dsctl.daemonset.syncplan import SyncPlan, SyncSnapshot, plan_sync
 from dsctl.kube import errors
-from dsctl.kube.resources import CONTROLLER_REVISIONS, DAEMONSETS, PODS
+from dsctl.kube.resources import CONTROLLER_REVISIONS, DAEMONSETS, POD_DISRUPTION_BUDGETS, PODS
 from tests.unit.daemonset.objects import DS_UID, T0, make_ds, make_node, make_pod
 from tests.unit.daemonset.test_nodetable_property import DictView
 
@@ -74,7 +75,8 @@ class Rig:
         return await self.executor.run(KEY, plan or self.plan())
 
     def calls(self) -> list[tuple[str, str]]:
-        short = {DAEMONSETS.label: "daemonsets", CONTROLLER_REVISIONS.label: "controllerrevisions", PODS.label: "pods"}
+        short = {DAEMONSETS.label: "daemonsets", CONTROLLER_REVISIONS.label: "controllerrevisions", PODS.label: "pods",
+                 POD_DISRUPTION_BUDGETS.label: "poddisruptionbudgets"}
         return [(c.verb, short.get(c.resource, c.resource)) for c in self.fake.calls]
 
     def status(self) -> dict[str, Any]:
@@ -230,3 +232,43 @@ async def test_forgetting_a_daemonset_drops_its_status_memory_and_gauges() -> No
     assert not state.status.wrote_within(KEY, 1.0)
     assert registry.get_sample_value("dsctl_daemonset_rollout_stuck", labels) is None
     assert registry.get_sample_value("dsctl_daemonset_status_desired_number_scheduled", labels) is None
+
+
+async def test_the_budget_goes_out_before_the_pods() -> None:
+    """maxDisruptions: the PodDisruptionBudget is written before the pods, so surge pods find it tightened."""
+    rig = Rig(make_ds(annotations={"dsctl.io/max-disruptions": "1"}))
+    outcome = await rig.run()
+    assert isinstance(outcome, Done)
+    assert rig.calls() == [("create", "controllerrevisions"), ("create", "poddisruptionbudgets"),
+                           ("create", "pods"), ("create", "pods"), ("update_status", "daemonsets")]
+    stored = rig.fake.stored(POD_DISRUPTION_BUDGETS, "foo", "default")
+    assert stored is not None and stored["spec"]["minAvailable"] == 1
+
+
+async def test_a_refused_budget_write_is_signalled_and_the_pods_still_go_out() -> None:
+    """A refused budget create: FailedCreateDisruptionBudget, ReplicaFailure, the pods created, a retry."""
+    rig = Rig(make_ds(annotations={"dsctl.io/max-disruptions": "1"}))
+    rig.fake.fail("create", POD_DISRUPTION_BUDGETS, errors.Forbidden(403, "Forbidden", "no"))
+    outcome = await rig.run()
+    assert isinstance(outcome, Retry)
+    assert rig.calls().count(("create", "pods")) == 2
+    assert FAILED_CREATE_DISRUPTION_BUDGET in [e[2] for e in rig.recorder.events]
+    assert _conditions(rig.status())["ReplicaFailure"] == FAILED_CREATE_DISRUPTION_BUDGET
+
+
+async def test_apps_v1_conditions_carry_only_declared_fields() -> None:
+    """In apps/v1 mode no condition is sent with lastUpdateTime; RolloutSkippedNodes rides along."""
+    ds = make_ds(annotations={"dsctl.io/unhealthy-node-policy": "Skip"})
+    rig = Rig(ds)
+    rig.view.node_objs["n1"] = make_node("n1", ready=False, ready_since=T0 - 600)
+    revision = rig.current_revision()
+    rig.view.revisions.append(revision)
+    for node in ("n1", "n2"):
+        pod = make_pod(node, hash="old", ready=node == "n2", ready_since=T0 - 600)
+        rig.view.pod_objs[pod["metadata"]["name"]] = pod
+    await rig.run()
+    conditions = rig.status()["conditions"]
+    assert {c["type"] for c in conditions} == {"Progressing", "RolloutSkippedNodes"}
+    assert all("lastUpdateTime" not in c for c in conditions)
+    skipped = next(c for c in conditions if c["type"] == "RolloutSkippedNodes")
+    assert (skipped["status"], skipped["reason"]) == ("True", "UnhealthyNodes") and "n1" in skipped["message"]

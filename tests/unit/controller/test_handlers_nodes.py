@@ -92,3 +92,14 @@ def test_node_delete_wakes_pod_owners_and_eligible_daemonsets_once() -> None:
     cluster = Cluster(daemonsets=list(CLUSTER), pods=pods)
     cluster.handlers(prioritized=True).on_node_delete(gone)
     assert cluster.queue.calls == [("add", "default/edge"), ("add", "default/everywhere"), ("add", "default/tolerant")]
+
+
+def test_a_deleted_node_leaves_no_verdict_behind() -> None:
+    """The verdicts a node delete computes are forgotten with the node, so nothing about it is kept."""
+    cluster = Cluster(daemonsets=list(CLUSTER))
+    handlers = cluster.handlers()
+    handlers.on_node_add(PLAIN)
+    assert cluster.state.plans.holds_node("n1")
+    handlers.on_node_delete(PLAIN)
+    assert not cluster.state.plans.holds_node("n1")
+

@@ -17,6 +17,7 @@ from dsctl.controller.state import NodeHolder, RuntimeState
 from dsctl.controller.writes import Failure
 from dsctl.daemonset.backoffview import backoff_key
 from dsctl.daemonset.nodetable import NodeTable
+from dsctl.daemonset.readinessgate import GateMemory
 from dsctl.daemonset.status import Status
 from tests.unit.daemonset.objects import make_ds, make_node
 
@@ -66,12 +67,14 @@ FILLERS: dict[str, Fill] = {
     "status": _status,
     "failures": lambda s, key, uid: s.failures.note(key, Failure("FailedCreate", "refused")),
     "gauges": _gauges,
+    "gate": lambda s, key, uid: s.gate.rules(key, _ds(key, uid)),
 }
 """How to put something for one DaemonSet into each holder, by field name."""
 
 NODE_FILLERS: dict[str, Callable[[RuntimeState, str], object]] = {
     "plans": lambda s, node: s.plans.fit(KEY, _ds(KEY, UID))(_node(node)),
     "join_order": lambda s, node: s.join_order.node_wanted(node, [(KEY, 9), (OTHER, 0)], now=0.0),
+    "gate": lambda s, node: s.gate.keep(node, GateMemory(since=0.0, timed_out=True)),
 }
 """How to put something about one node into each holder that keeps per-node entries."""
 

@@ -74,19 +74,27 @@ def make_node(
     labels: dict[str, str] | None = None,
     taints: list[dict[str, Any]] | None = None,
     unschedulable: bool = False,
-    ready: bool = True,
+    ready: bool | str = True,
+    ready_since: float | None = None,
+    ready_message: str | None = None,
+    deleting: bool = False,
 ) -> dict[str, Any]:
-    """A node dict with a Ready condition."""
+    """A node dict with a Ready condition (``ready`` may be a status string, e.g. "Unknown")."""
     spec: dict[str, Any] = {}
     if taints:
         spec["taints"] = taints
     if unschedulable:
         spec["unschedulable"] = True
-    return {
-        "metadata": {"name": name, "labels": dict(labels or {})},
-        "spec": spec,
-        "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
-    }
+    condition: dict[str, Any] = {"type": "Ready",
+                                 "status": ready if isinstance(ready, str) else ("True" if ready else "False")}
+    if ready_since is not None:
+        condition["lastTransitionTime"] = format_rfc3339(ready_since)
+    if ready_message is not None:
+        condition["message"] = ready_message
+    meta: dict[str, Any] = {"name": name, "labels": dict(labels or {})}
+    if deleting:
+        meta["deletionTimestamp"] = format_rfc3339(T0 - 1)
+    return {"metadata": meta, "spec": spec, "status": {"conditions": [condition]}}
 
 
 def make_nodes(start: int, count: int, *, labels: dict[str, str] | None = None) -> list[dict[str, Any]]:

@@ -388,3 +388,19 @@ def test_verdict_names_the_rule_that_keeps_the_pod_off(pod_spec: dict[str, Any],
                                                         expected: Fit) -> None:
     """A negative verdict names the first placement rule the node fails; a positive one names none."""
     assert node_should_run(make_ds(pod_spec=pod_spec), node) == expected
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        pytest.param((), (False, True), id="untolerated-noschedule"),
+        pytest.param(({"key": "dsctl.io/agents-not-ready", "operator": "Exists", "effect": "NoSchedule"},),
+                     (True, True), id="the-controllers-extra-toleration"),
+    ],
+)
+def test_extra_tolerations_count_as_the_pods_own(extra: tuple[dict[str, str], ...],
+                                                 expected: tuple[bool, bool]) -> None:
+    """The readiness taint rules a node out only for a pod that would not get its toleration."""
+    node = make_node("n1", taints=[{"key": "dsctl.io/agents-not-ready", "effect": "NoSchedule"}])
+    assert node_should_run(make_ds(), node, extra=extra)[:2] == expected
+    assert Eligibility.of(make_ds(), extra=extra).check(node)[:2] == expected

@@ -14,6 +14,7 @@ import pytest
 
 from dsctl.daemonset.hashing import compute_hash
 from dsctl.daemonset.history import (
+    CURRENT_SINCE_ANNOTATION,
     CollisionDecision,
     HistoryPlan,
     plan_history,
@@ -227,6 +228,16 @@ def test_rollback_reuses_and_renumbers_the_old_revision() -> None:
     assert back.updates[0]["revision"] == 3
     assert store.numbers()[f"agent-{first.hash}"] == 3
     assert sorted(store.numbers().values()) == [2, 3]
+
+
+def test_a_rollback_stamps_when_the_revision_became_current() -> None:
+    """The renumbered revision carries dsctl.io/current-since: the start of the rollout it begins."""
+    revisions = [make_revision("agent-a", "agent:1", 1), make_revision("agent-b", "agent:2", 2)]
+    plan = plan_history(ds=make_ds("agent:1"), revisions=revisions, now=1_800_000_000.0)
+    (renumbered,) = plan.updates
+    assert renumbered["revision"] == 3
+    assert renumbered["metadata"]["annotations"][CURRENT_SINCE_ANNOTATION] == "2027-01-15T08:00:00Z"
+    assert plan.current is renumbered
 
 
 def test_duplicates_are_deduped_and_their_pods_relabelled() -> None:

@@ -426,6 +426,28 @@ def test_surge_creates_when_only_a_terminating_pod_is_left() -> None:
     assert (plan.creates, plan.deletes) == (("node-4",), ())
 
 
+@pytest.mark.parametrize(
+    ("pods", "in_backoff", "creates", "deletes"),
+    [
+        pytest.param([("old", "Failed")], False, ("node-0",), 1, id="one-failed-replaced-at-once"),
+        pytest.param([("old", "Failed"), ("new", "Failed")], False, (), 1, id="two-failed-one-stays-no-create"),
+        pytest.param([("new", "Failed")], True, (), 0, id="failed-in-backoff-no-create"),
+        pytest.param([("old", "Succeeded")], False, ("node-0",), 1, id="succeeded-replaced-at-once"),
+    ],
+)
+def test_surge_creates_nothing_beside_a_failed_pod_that_stays(
+        pods: list[tuple[str, str]], in_backoff: bool, creates: tuple[str, ...], deletes: int) -> None:
+    """With surge, a node that keeps a failed pod for its backoff gets no new pod beside it."""
+    ds, _ = _surge_scenario()
+    objects = [make_pod("node-0", name=name, phase=phase, hash=None if name == "old" else HASH,
+                        created=T0 - (50 if name == "old" else 10)) for name, phase in pods]
+    backoff = FailedPodBackoff(initial=1.0, maximum=900.0)
+    if in_backoff:
+        backoff.next(backoff_key(ds, "node-0"), now=T0)
+    plan = run_manage(ds, make_nodes(0, 1), objects, backoff=backoff)
+    assert (plan.creates, len(plan.deletes)) == (creates, deletes)
+
+
 def test_no_surge_leaves_node_with_only_terminating_pod_alone() -> None:
     """Without surge the replacement waits until the terminating pod is gone."""
     plan = run_manage(make_ds(), make_nodes(0, 1), [make_pod("node-0", deleting=True)])

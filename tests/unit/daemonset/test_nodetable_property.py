@@ -1,8 +1,9 @@
 """Incremental planning equals planning from scratch, over random sequences of cluster events.
 
 Each step changes the cluster the way informers would report it (nodes join, leave, relabel
-and taint; pods appear, become Ready, fail, start terminating, vanish; orphans appear; time
-passes), names the nodes it touched, and plans twice: incrementally from the previous
+and taint, turn NotReady and Ready again, shut down, get a departing taint or a deletion mark;
+pods appear, become Ready, fail, start terminating, vanish; orphans appear; time passes), names
+the nodes it touched, and plans twice: incrementally from the previous
 table, and from scratch. The two plans must agree on everything a sync acts on.
 """
 
@@ -70,6 +71,8 @@ _steps = st.lists(
                                                               "foreign", "ready_recent"])),
         st.tuples(st.just("pod_change"), _node, st.sampled_from(["ready", "fail", "delete", "terminate"])),
         st.tuples(st.just("time"), st.just(""), st.sampled_from(["1", "10", "100"])),
+        st.tuples(st.just("node_life"), _node, st.sampled_from(["unready", "ready", "shutdown", "karpenter",
+                                                                "deleting"])),
         # The controller's own status write: it names no node, yet moves the backoff keys.
         st.tuples(st.just("status"), st.just(""), st.sampled_from(["1", "2"])),
     ),
@@ -83,6 +86,10 @@ def _daemonset(kind: str) -> dict[str, Any]:
         ds = make_ds(strategy=surge_strategy(1), min_ready_seconds=5)
     elif kind == "selector":
         ds = make_ds(pod_spec={"nodeSelector": {"color": "blue"}}, min_ready_seconds=3)
+    elif kind == "skip":
+        ds = make_ds(annotations={"dsctl.io/unhealthy-node-policy": "Skip", "dsctl.io/unhealthy-node-seconds": "30",
+                                  "dsctl.io/max-disruptions": "1"},
+                     pod_spec={"tolerations": [{"operator": "Exists"}]}, strategy=surge_strategy(1))
     else:
         ds = make_ds()
     return ds
@@ -119,6 +126,26 @@ class World:
             return {node}
         if op == "node_delete":
             view.node_objs.pop(node, None)
+            return {node}
+        if op == "node_life":
+            if node not in view.node_objs:
+                return set()
+            before = view.node_objs[node]
+            life: dict[str, Any] = {"labels": before["metadata"]["labels"], "taints": before["spec"].get("taints")}
+            if arg == "unready":
+                life.update(ready=False, ready_since=self.now)
+            elif arg == "ready":
+                life.update(ready_since=self.now)
+            elif arg == "shutdown":
+                life.update(ready=False, ready_since=self.now, ready_message="node is shutting down")
+            elif arg == "karpenter":
+                life["taints"] = [*(life["taints"] or []), taint("karpenter.sh/disrupted", "NoSchedule")]
+            else:
+                life["deleting"] = True
+            obj = make_node(node, **life)
+            self.serial += 1
+            obj["metadata"]["resourceVersion"] = str(self.serial)
+            view.node_objs[node] = obj
             return {node}
         if op == "time":
             self.now += float(arg)
@@ -193,6 +220,13 @@ def _acts(plan: SyncPlan) -> tuple[Any, ...]:
         sorted((w.kind, w.name, w.adopt) for w in plan.ownership),
         plan.table.totals,
         plan.table.old,
+        plan.skipped,
+        plan.status.held_departing,
+        plan.status.conditions,
+        plan.status.hold,
+        plan.table.extra,
+        plan.table.departing,
+        plan.budget,
     )
 
 
@@ -202,7 +236,7 @@ def _merged_in_node_order(table: NodeTable) -> Plan:
 
 
 @settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(kind=st.sampled_from(["plain", "surge", "selector"]), steps=_steps)
+@given(kind=st.sampled_from(["plain", "surge", "selector", "skip"]), steps=_steps)
 def test_incremental_plan_equals_full_plan(kind: str, steps: list[tuple[str, str, str]]) -> None:
     """After any event sequence, re-planning only the changed nodes gives the plan made from scratch."""
     world = World(_daemonset(kind))

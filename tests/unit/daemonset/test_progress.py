@@ -14,7 +14,15 @@ from dsctl.daemonset.extensions import (
     progress_deadline_seconds,
     rollout_controls,
 )
-from dsctl.daemonset.progress import Hold, plan_progress, progressing_condition, rollout_hold, with_progress
+from dsctl.daemonset.progress import (
+    Hold,
+    last_progress,
+    plan_progress,
+    progressing_condition,
+    rollout_hold,
+    rollout_started,
+    with_progress,
+)
 from dsctl.daemonset.reasons import (
     DAEMONSET_PAUSED,
     FOUND_NEW_REVISION,
@@ -27,6 +35,7 @@ from dsctl.daemonset.reasons import (
 )
 from dsctl.daemonset.status import Status
 from dsctl_api.timefmt import format_rfc3339
+from tests.unit.daemonset.objects import make_pod
 
 T0 = 1_800_000_000.0
 REV = "agent-abc"
@@ -256,3 +265,51 @@ def test_a_held_condition_follows_its_message() -> None:
                           created=False, held=fewer, deadline=5, now=T0 + 10)
     assert moved.condition["message"] == f'Rollout of revision "{REV}" {fewer.why}.'
     assert moved.condition["lastTransitionTime"] == first.condition["lastTransitionTime"]
+
+
+@pytest.mark.parametrize(
+    ("derived", "now", "reason", "updated_at", "requeue"),
+    [
+        pytest.param(T0, T0 + 3, REVISION_UPDATED, T0, 3.0, id="derived-within-deadline-keeps-its-time"),
+        pytest.param(T0, T0 + 9, PROGRESS_DEADLINE_EXCEEDED, T0 + 9, None, id="derived-past-deadline-fires-at-once"),
+        pytest.param(T0 + 50, T0 + 3, REVISION_UPDATED, T0 + 3, 6.0, id="derived-in-the-future-is-now"),
+        pytest.param(None, T0 + 3, REVISION_UPDATED, T0 + 3, 6.0, id="nothing-datable-starts-now"),
+    ],
+)
+def test_without_memory_the_clock_is_derived(derived: float | None, now: float, reason: str, updated_at: float,
+                                            requeue: float | None) -> None:
+    """After a restart in apps/v1 mode the last progress comes from the API's objects, not from now."""
+    previous = cond("True", REVISION_UPDATED)
+    del previous["lastUpdateTime"]
+    asked: list[bool] = []
+
+    def since() -> float | None:
+        asked.append(True)
+        return derived
+
+    progress = plan_progress(previous=previous, old=counts(updated=1), new=counts(updated=1), revision=REV,
+                             created=False, held=None, deadline=5, now=now, remembered=None, derived=since)
+    assert progress.condition["reason"] == reason
+    assert (progress.updated_at, progress.requeue_after) == (updated_at, requeue)
+    assert asked == [True]
+    remembered = plan_progress(previous=previous, old=counts(updated=1), new=counts(updated=1), revision=REV,
+                               created=False, held=None, deadline=5, now=now, remembered=T0, derived=since)
+    assert remembered.updated_at is None or remembered.updated_at == now
+    assert asked == [True], "a remembered time is used without deriving"
+
+
+def test_last_progress_reads_what_the_api_keeps() -> None:
+    """The newest of: the revision's start, current pods' creation, Ready + minReadySeconds, the transition."""
+    old_ready = make_pod("n1", hash="old", ready=True, ready_since=T0 + 10)
+    new_pending = make_pod("n2", hash="cur", created=T0 + 20)
+    new_ready = make_pod("n3", hash="cur", created=T0 + 5, ready=True, ready_since=T0 + 8)
+    assert last_progress([old_ready], hash="cur", generation=None, min_ready=0, started=T0) == T0 + 10
+    assert last_progress([old_ready, new_pending], hash="cur", generation=None, min_ready=0, started=T0) == T0 + 20
+    assert last_progress([new_ready], hash="cur", generation=None, min_ready=30, started=T0) == T0 + 38
+    assert last_progress([], hash="cur", generation=None, min_ready=0, started=T0,
+                         condition={"lastTransitionTime": format_rfc3339(T0 + 60)}) == T0 + 60
+    assert last_progress([], hash="cur", generation=None, min_ready=0, started=None) is None
+    revision: dict[str, Any] = {"metadata": {"creationTimestamp": format_rfc3339(T0)}}
+    assert rollout_started(revision) == T0
+    revision["metadata"]["annotations"] = {"dsctl.io/current-since": format_rfc3339(T0 + 99)}
+    assert rollout_started(revision) == T0 + 99

@@ -134,6 +134,21 @@ def test_the_rolling_update_runs_only_when_manage_writes_nothing() -> None:
     assert [r.uid for r in second.pods.deletes] == [old["metadata"]["uid"]] and not second.pods.creates
 
 
+def test_an_unreadable_readiness_gate_is_reported_with_its_field() -> None:
+    """A bad node-readiness-gate value: an InvalidRolloutControl warning naming the annotation, never a crash."""
+    ds = make_ds(annotations={"dsctl.io/node-readiness-gate": "sometimes"})
+    view, current = _world(ds, nodes=("n1", "n2"))
+    pod = make_pod("n1", hash=current, ready=True, ready_since=T0 - 100)
+    view.pod_objs[pod["metadata"]["name"]] = pod
+    assert _plan(ds, view).pods.creates == ("n2",), "manage goes on: only the rollout is held"
+    view.node_objs.pop("n2")
+    plan = _plan(ds, view)
+    [event] = [e for e in plan.events if e.reason == INVALID_ROLLOUT_CONTROL]
+    assert "dsctl.io/node-readiness-gate" in event.message and "'sometimes'" in event.message
+    assert plan.status is not None and plan.status.hold is not None
+    assert plan.status.hold.reason == INVALID_ROLLOUT_CONTROL
+
+
 def test_an_unreadable_burst_is_reported_and_the_global_burst_applies() -> None:
     """A bad burst-replicas annotation: an InvalidRolloutControl warning, and --burst-replicas."""
     ds = make_ds(annotations={BURST_REPLICAS_FIELD.annotation: "lots"})
@@ -179,6 +194,10 @@ def test_a_deprecated_annotation_gets_a_warning_on_every_sync(annotations: dict[
         pytest.param({"dsctl.io/partition": "three"}, None, INVALID_ROLLOUT_CONTROL,
                      "is held until metadata.annotations[dsctl.io/partition] is fixed: must be a non-negative "
                      "integer, not 'three'", id="invalid-control"),
+        pytest.param({"dsctl.io/node-readiness-gate": "yes"}, None, INVALID_ROLLOUT_CONTROL,
+                     "is held until metadata.annotations[dsctl.io/node-readiness-gate] is fixed: must be true or "
+                     "false, not 'yes'", id="invalid-readiness-gate"),
+        pytest.param({"dsctl.io/node-readiness-gate": "true"}, None, None, None, id="readiness-gate-holds-nothing"),
         pytest.param({"dsctl.io/partition": "3"}, {"type": "OnDelete"}, None, None, id="on-delete-holds-nothing"),
         pytest.param({}, None, None, None, id="no-control"),
     ],

@@ -177,6 +177,16 @@ def test_tolerations_added() -> None:
     assert len(tolerations) == 7
 
 
+def test_the_readiness_toleration_is_added_at_creation_and_not_hashed() -> None:
+    """The controller's extra toleration is on the pod, not in the template, so the revision hash is the same."""
+    ds = make_ds()
+    extra = ({"key": "dsctl.io/agents-not-ready", "operator": "Exists", "effect": "NoSchedule"},)
+    pod = new_pod(ds, "n", hash="h", extra_tolerations=extra)
+    assert pod["spec"]["tolerations"][-1] == extra[0] and len(pod["spec"]["tolerations"]) == 7
+    assert pod_factory(ds, hash="h", extra_tolerations=extra)("n") == pod
+    assert ds == make_ds(), "the template (the revision hash's only input) is left as it was"
+
+
 def test_new_pod_shares_nothing_with_ds() -> None:
     """Mutating the created pod never changes the (shared, cached) DaemonSet."""
     ds = make_ds(

@@ -52,6 +52,8 @@ HELD = 'Rollout of revision "agent-5d8f" is held by partition 1 (dsctl.io/partit
         pytest.param("RolloutHeld", "Unknown", f"RolloutHeld: {HELD}", id="held-says-why"),
         pytest.param("DaemonSetPaused", "Unknown", f"DaemonSetPaused: {HELD}", id="paused-says-why"),
         pytest.param("InvalidRolloutControl", "Unknown", f"InvalidRolloutControl: {HELD}", id="invalid-says-why"),
+        pytest.param("UnhealthyNodes", "Unknown", f"UnhealthyNodes: {HELD}", id="skipped-nodes-say-why"),
+        pytest.param("DepartingNodes", "Unknown", f"DepartingNodes: {HELD}", id="departing-nodes-say-why"),
         pytest.param("RevisionUpdated", "True", None, id="progressing-has-one-line"),
     ],
 )

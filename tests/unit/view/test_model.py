@@ -13,7 +13,7 @@ from dsctl.informer.store import BY_OWNER_UID, Store, by_owner_uid, object_key
 from dsctl.view.cells import READINESS_TAINT, Cell, Hold, Revision, State
 from dsctl.view.model import BY_OWNER_NODE, ZONE_LABEL, GridModel, Update, by_owner_node
 from dsctl.view.planfile import PlanOverlay
-from tests.unit.daemonset.objects import make_ds, make_node, make_pod, taint
+from tests.unit.daemonset.objects import T0, make_ds, make_node, make_pod, taint
 
 
 class Cluster:
@@ -217,6 +217,25 @@ def test_invalid_control_holds_the_rollout(cluster: Cluster) -> None:
     header = cluster.model.snapshot()["daemonsets"][0]["header"]
     assert header["problems"] and "dsctl.io/partition" in header["problems"][0]
     assert cluster.cell("node-0").hold is Hold.PAUSED
+
+
+def test_nodes_skipped_as_unhealthy_are_coloured() -> None:
+    """Skip: an old pod on a node NotReady past unhealthyNodeSeconds shows Hold.UNHEALTHY, as the
+    controller skips it; a node NotReady for less, or under Count, shows no hold."""
+    c = Cluster()
+    c.model = GridModel(daemonsets=c.daemonsets, nodes=c.nodes, pods=c.pods, revisions=c.revisions,
+                        wall=lambda: T0)
+    c.put_node(make_node("node-0", ready=False, ready_since=T0 - 300))
+    c.put_node(make_node("node-1", ready=False, ready_since=T0 - 10))
+    c.put_node(make_node("node-2"))
+    c.put_ds(make_ds(annotations={"dsctl.io/unhealthy-node-policy": "Skip"}))
+    for i in range(3):
+        c.put_pod(make_pod(f"node-{i}", hash="old", ready=i == 2))
+    c.model.flush()
+    assert [c.cell(f"node-{i}").hold for i in range(3)] == [Hold.UNHEALTHY, Hold.NONE, Hold.NONE]
+    c.put_ds(make_ds())
+    c.model.flush()
+    assert c.cell("node-0").hold is Hold.NONE
 
 
 def test_readiness_gate(cluster: Cluster) -> None:
