@@ -36,6 +36,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "informer-relist": ("informer_relist", "peak RSS of a forced relist (compaction and an expired continue)"),
     "informer-event-path": ("informer_event_path", "pod watch events applied per second, replayed in process"),
     "informer-sim": ("informer_sim", "informer sync against the real simulator"),
+    "readiness-gate": ("readiness_gate", "node join with gating DaemonSets: node created -> readiness taint removed, "
+                                         "and controller CPU per join against a run without gates"),
+    "departing-window": ("departing_window", "creates on departing nodes over a window, for a DaemonSet tolerating "
+                                             "every taint"),
     "plan-time": ("plan_time", "dsctl plan at 5,000 nodes, in process and end to end"),
     "view-grid": ("view_grid", "dsctl view at 5,000 nodes x 20 DaemonSets: page load and live updates"),
     "image-size": ("image_size", "the controller image's size, unpacked and compressed"),
