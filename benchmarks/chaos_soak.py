@@ -9,7 +9,7 @@ scenario, so an interrupted soak still leaves its partial counts:
 - faults injected by type (scheduled steps) and requests the simulator failed on purpose;
 - convergence time after the faults stopped: p50, p99, max.
 
-Usage: ``python -m benchmarks.chaos_soak [--scenarios 200] [--min-minutes 30] [--start 0]``.
+Usage: ``python -m benchmarks chaos-soak [--scenarios 200] [--min-minutes 30] [--start 0]``.
 """
 
 from __future__ import annotations
@@ -26,19 +26,17 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness.results import RESULTS
+from benchmarks.harness.stats import percentile
 from tests.chaos.conftest import LONG_SEED_BASE
 from tests.chaos.engine import CONVERGENCE_BOUND, ScenarioResult, run_scenario
 from tests.chaos.scenario import THEMES, generate
 
-RESULTS = Path(__file__).resolve().parent / "results" / "chaos_soak.json"
+OUT = RESULTS / "chaos_soak.json"
 
 
 def _percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
-    return round(ordered[rank], 3)
+    return round(percentile(values, q * 100), 3) if values else None
 
 
 def summarise(results: list[ScenarioResult], *, elapsed: float, finished: bool) -> dict[str, Any]:
@@ -123,12 +121,13 @@ async def _until_signalled(work: Coroutine[Any, Any, dict[str, Any]]) -> dict[st
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks chaos-soak", description=__doc__.splitlines()[0])
     parser.add_argument("--scenarios", type=int, default=200)
     parser.add_argument("--min-minutes", type=float, default=30.0)
     parser.add_argument("--max-minutes", type=float, default=120.0)
     parser.add_argument("--start", type=int, default=0, help="index of the first scenario")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     doc = asyncio.run(_until_signalled(soak(scenarios=args.scenarios, min_minutes=args.min_minutes,
                                             max_minutes=args.max_minutes, start=args.start, out=args.out)))

@@ -8,11 +8,10 @@ rounds of several runs of the same code, and resampling them, says how well the 
 - ``geometric_mean``: the geometric mean of the per-round ratios (log rates average linearly,
   so one very fast or slow phase counts as much up as down);
 - ``ratio_of_medians``: the controller's median rate over the baseline's;
-- each with a 90 % bootstrap interval (rounds resampled with replacement, fixed seed);
-- ``correlation_baseline_ratio``: Pearson's r between the baseline rate and the per-round
-  ratio. Strongly negative means the per-round ratio mostly follows the baseline's luck.
+- the geometric mean with a 90 % bootstrap interval (rounds resampled with replacement, fixed
+  seed), and the share of rounds at or above the goal.
 
-Usage: ``python benchmarks/cold_start_pool.py [LABEL=]GLOB ... [--baseline raw]
+Usage: ``python -m benchmarks cold-start-pool [LABEL=]GLOB ... [--baseline raw]
 [--phase unlimited] [--out FILE]``.
 Rounds are grouped by label (the glob itself when none is given) and node count.
 """
@@ -22,30 +21,14 @@ from __future__ import annotations
 import argparse
 import glob
 import json
-import math
-import random
 import statistics
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = [
-    "Round",
-    "bootstrap_interval",
-    "geometric_mean_ratio",
-    "load_sources",
-    "pearson",
-    "pool",
-    "ratio_of_medians",
-    "round_rates",
-    "rounds_of",
-    "summarize",
-]
+from benchmarks.harness.stats import Round, bootstrap_interval, geometric_mean_ratio, ratio_of_medians
 
-Round = tuple[float, float]
-"""(baseline creates/s, measured phase's creates/s) of one round."""
-
-Estimator = Callable[[Sequence[Round]], float]
+__all__ = ["load_sources", "pool", "round_rates", "rounds_of", "summarize"]
 
 CONTROLLER_PHASE = "unlimited"
 """The controller phase with the client's rate limit lifted, the one the goal is about."""
@@ -74,55 +57,18 @@ def rounds_of(result: dict[str, Any], *, baseline: str = "raw", phase: str = CON
     return found
 
 
-def geometric_mean_ratio(rounds: Sequence[Round]) -> float:
-    """The geometric mean of the per-round ratios (measured phase over baseline)."""
-    return math.exp(statistics.fmean(math.log(ctl / base) for base, ctl in rounds))
-
-
-def ratio_of_medians(rounds: Sequence[Round]) -> float:
-    """The measured phase's median rate over the baseline's median rate."""
-    return statistics.median(ctl for _, ctl in rounds) / statistics.median(base for base, _ in rounds)
-
-
-def bootstrap_interval(rounds: Sequence[Round], estimator: Estimator, *, samples: int = 4000,
-                       level: float = 0.9, seed: int = 12) -> tuple[float, float]:
-    """The central ``level`` interval of ``estimator`` over ``samples`` resamplings of the rounds
-    (percentile bootstrap). Deterministic for a given seed."""
-    if not rounds:
-        raise ValueError("no rounds to resample")
-    rng = random.Random(seed)
-    values = sorted(estimator(rng.choices(rounds, k=len(rounds))) for _ in range(samples))
-    tail = (1.0 - level) / 2.0
-    low = values[int(tail * (samples - 1))]
-    high = values[math.ceil((1.0 - tail) * (samples - 1))]
-    return low, high
-
-
-def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
-    """Pearson's correlation coefficient; None for fewer than two pairs or a side that does not vary."""
-    try:
-        return statistics.correlation(xs, ys)
-    except statistics.StatisticsError:
-        return None
-
-
 def summarize(rounds: Sequence[Round], *, goal: float = 0.8) -> dict[str, Any]:
     """The pooled figures of one group of rounds."""
-    gm_low, gm_high = bootstrap_interval(rounds, geometric_mean_ratio)
-    rom_low, rom_high = bootstrap_interval(rounds, ratio_of_medians)
+    low, high = bootstrap_interval(rounds, geometric_mean_ratio)
     per_round = [ctl / base for base, ctl in rounds]
-    r = pearson([base for base, _ in rounds], per_round)
     return {
         "rounds": len(rounds),
         "baseline_median": round(statistics.median(base for base, _ in rounds), 1),
         "measured_median": round(statistics.median(ctl for _, ctl in rounds), 1),
         "geometric_mean": round(geometric_mean_ratio(rounds), 3),
-        "geometric_mean_ci90": [round(gm_low, 3), round(gm_high, 3)],
+        "geometric_mean_ci90": [round(low, 3), round(high, 3)],
         "ratio_of_medians": round(ratio_of_medians(rounds), 3),
-        "ratio_of_medians_ci90": [round(rom_low, 3), round(rom_high, 3)],
-        "per_round_median": round(statistics.median(per_round), 3),
         "per_round_at_or_above_goal": round(sum(1 for v in per_round if v >= goal) / len(per_round), 3),
-        "correlation_baseline_ratio": None if r is None else round(r, 3),
     }
 
 
@@ -154,8 +100,9 @@ def load_sources(patterns: Iterable[str]) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks cold-start-pool", description=__doc__.splitlines()[0])
     parser.add_argument("patterns", nargs="+", metavar="[LABEL=]GLOB",
                         help="controller_cold_start result files; a label groups several globs")
     parser.add_argument("--baseline", default="raw", help="raw phase to divide by (default raw)")
@@ -163,7 +110,7 @@ def main() -> None:
                         help=f"phase to divide (default {CONTROLLER_PHASE}; a raw phase shows its ceiling)")
     parser.add_argument("--goal", type=float, default=0.8)
     parser.add_argument("--out", type=Path, help="also write the JSON here")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     pooled = pool(load_sources(args.patterns), baseline=args.baseline, phase=args.phase, goal=args.goal)
     text = json.dumps(pooled, indent=1)
     if args.out:

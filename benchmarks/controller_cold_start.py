@@ -27,7 +27,7 @@ plane on: the scheduler binds pods and the kubelet makes them Ready after
 For each phase: wall time to all pods created (first and last create as the sim logged them,
 and the stalls: gaps of more than 10 ms between consecutive creates)
 and to all pods Ready (observed on a pod watch in a niced process of its own,
-``podwatch_apart``, so the observer does not compete with the measured client), creates/s, the
+``harness.podwatch``, so the observer does not compete with the measured client), creates/s, the
 controller process's CPU seconds and RSS (``/proc``), the sim's CPU, the sim's and the
 controller's share of a CPU inside the create window (``busy_in_window``: a sim below 1.0 sat
 waiting for its client), and how long the sim's pod watch streams held a change before sending
@@ -36,10 +36,12 @@ are computed within the run, because the machine is shared and noisy. ``--pin`` 
 the first CPU to itself and every client the others, as on separate hosts; it steadies the raw
 rate.
 
-Usage: ``python benchmarks/controller_cold_start.py [--nodes 5000] [--phases raw default qps1000 unlimited]
+Usage: ``python -m benchmarks cold-start [--nodes 5000] [--phases raw default qps1000 unlimited]
 [--pin] [--rounds N] [--noise DUTY] [--timeline] [--profile | --profile-sim | --cprofile]``.
+With several rounds the result pools them as ``cold-start-pool`` does (geometric mean of the
+per-round ratios with a 90 % bootstrap interval, ratio of medians).
 Each round records how steady the machine was (``machine``: a fixed loop's spread on each CPU,
-a cross-CPU wake-up round trip and the steal share, see ``machine.py``); ``--noise`` makes it unsteady on purpose.
+a cross-CPU wake-up round trip and the steal share, see ``harness.machine``); ``--noise`` makes it unsteady on purpose.
 Prints the JSON summary and writes ``benchmarks/results/controller_cold_start.json``.
 """
 
@@ -57,29 +59,15 @@ from typing import Any
 
 import aiohttp
 import orjson
-from cold_start_pool import round_rates, rounds_of, summarize
-from common import (
-    RESULTS,
-    CpuTrace,
-    PodWatch,
-    SimProcess,
-    controller,
-    cprofile_window,
-    daemonset,
-    environment,
-    histogram,
-    log,
-    proc_usage,
-    profile,
-    request_log,
-    server_cpu_apart,
-    wait_until,
-    watch_delivery,
-    write_result,
-)
-from machine import Steal, cpu_noise, probe, wakeup_probe
-from podwatch_apart import PodWatchApart
 
+from benchmarks.cold_start_pool import round_rates, rounds_of, summarize
+from benchmarks.harness.cluster import SimProcess, controller, daemonset
+from benchmarks.harness.machine import Steal, cpu_noise, probe, wakeup_probe
+from benchmarks.harness.metrics import histogram, request_log, watch_delivery
+from benchmarks.harness.podwatch import PodWatch, PodWatchApart
+from benchmarks.harness.procs import CpuTrace, proc_usage, server_cpu_apart
+from benchmarks.harness.profiling import cprofile_window, profile
+from benchmarks.harness.results import RESULTS, environment, log, wait_until, write_result
 from dsctl.daemonset.manage import slow_start_batches
 from dsctl.daemonset.template import new_pod
 from dsctl.kube.client import KubeClient
@@ -517,14 +505,6 @@ def round_summary(result: dict[str, Any]) -> dict[str, Any]:
 
 
 
-def quartiles(values: list[float]) -> list[float]:
-    """The lower quartile, median and upper quartile of ``values`` (each itself when one)."""
-    if len(values) < 2:
-        return [round(v, 3) for v in values * 3]
-    low, mid, high = statistics.quantiles(values, n=4, method="inclusive")
-    return [round(low, 3), round(mid, 3), round(high, 3)]
-
-
 def rate_medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     """Each phase's median create rate over the rounds, and each controller phase's median over
     the raw one. The raw rate moves most from round to round; the ratio of the medians is less
@@ -546,38 +526,10 @@ def rate_medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def pair_ratios(rounds: list[dict[str, Any]]) -> dict[str, Any]:
-    """The ratios over each pair of rounds run in opposite orders (rounds 1 and 2, 3 and 4 ...):
-    the geometric mean of the two rounds' controller rates over that of their baseline rates.
-
-    The machine's speed drifts by tens of percent over tens of seconds, and within one round the
-    baseline and the controller run seconds apart, so one round's ratio carries that drift. In a
-    pair the phases run A-B then B-A, so a steady drift over the pair cancels; what is left is
-    the difference between the clients."""
-    out: dict[str, Any] = {}
-    per_pair: dict[str, dict[str, list[float]]] = {}
-    for first, second in zip(rounds[0::2], rounds[1::2], strict=False):
-        a, b = round_rates(first), round_rates(second)
-        for base in RATIO_KEYS:
-            if base not in a or base not in b:
-                continue
-            for phase in a.keys() & b.keys():
-                if phase == base or (base != "raw" and phase.startswith("raw")):
-                    continue
-                ratio = ((a[phase] * b[phase]) / (a[base] * b[base])) ** 0.5
-                per_pair.setdefault(base, {}).setdefault(phase, []).append(round(ratio, 3))
-    for base, phases in per_pair.items():
-        suffix = "" if base == "raw" else f"_vs_{base}"
-        out[f"pair_ratios{suffix}"] = phases
-        out[f"pair_ratio{suffix}_median"] = {phase: statistics.median(v) for phase, v in phases.items()}
-        out[f"pair_ratio{suffix}_quartiles"] = {phase: quartiles(v) for phase, v in phases.items()}
-    return out
-
-
 def pooled(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     """Each controller phase over each baseline, as ``cold_start_pool`` summarizes many runs:
-    the geometric mean of the per-round ratios and the ratio of medians, each with a 90 %
-    bootstrap interval, and how closely the per-round ratio follows the baseline's rate."""
+    the geometric mean of the per-round ratios with its 90 % bootstrap interval, and the ratio
+    of medians."""
     out: dict[str, Any] = {}
     summary = {"rounds": rounds}
     phases = sorted({phase for r in rounds for phase in round_rates(r) if not phase.startswith("raw")})
@@ -614,7 +566,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     run_steal = Steal.now()
     for index in range(args.rounds):
         # How steady the machine is now: a ratio of phases seconds apart means little on a
-        # machine whose speed moves by a fifth from one second to the next (machine.py).
+        # machine whose speed moves by a fifth from one second to the next (harness.machine).
         steadiness, wakeup, steal = probe(), wakeup_probe(), Steal.now()
         # Odd rounds run the phases backwards, so a drift of the machine within a round
         # favours neither the raw client nor the controller over the whole run.
@@ -633,18 +585,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     # Always kept, so that cold_start_pool can pool single-round runs with the rest.
     result["rounds"] = rounds
     if args.rounds > 1:
-        for key in RATIO_KEYS.values():
-            per_round = [r[key] for r in rounds if r.get(key)]
-            if per_round:
-                by_phase = {phase: [r[phase] for r in per_round if r.get(phase) is not None]
-                            for phase in sorted({phase for r in per_round for phase in r})}
-                name = key.replace("ratios", "ratio")
-                result[f"{name}_median"] = {phase: statistics.median(v) for phase, v in by_phase.items()}
-                result[f"{name}_quartiles"] = {phase: quartiles(v) for phase, v in by_phase.items()}
         result.update(rate_medians(rounds))
         result.update(pooled(rounds))
-        if args.counterbalance:
-            result.update(pair_ratios(rounds))
         result.update(window_medians(rounds))
     plot(result)
     return result
@@ -680,8 +622,9 @@ def plot(result: dict[str, Any]) -> None:
     plt.close(fig)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks cold-start", description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pod-startup-seconds", type=float, default=1.0)
     parser.add_argument("--raw-concurrency", type=int, default=32)
@@ -708,7 +651,7 @@ def main() -> None:
                         help="repeat every phase this many times; the JSON keeps a summary and the median ratio")
     parser.add_argument("--timeout", type=float, default=600.0, help="per-phase wait ceiling, seconds")
     parser.add_argument("--observer-in-process", action="store_true",
-                        help="watch pods from this process, as before §21, not from a niced process of its "
+                        help="watch pods from this process, not from a niced process of its "
                              "own (to compare: in-process, the observer competes with the measured client)")
     parser.add_argument("--timeline", action="store_true",
                         help="controller phases log at debug level, and the JSON gets each sync's "
@@ -716,7 +659,7 @@ def main() -> None:
     parser.add_argument("--noise", type=float, default=0.0, metavar="DUTY",
                         help="the control experiment for an unsteady machine: one process per CPU busy for a "
                              "random share (DUTY on average) of every 20 ms, as a noisy neighbour is")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if not 0 <= args.noise < 1:
         parser.error(f"--noise: {args.noise} is not a share of a CPU in [0, 1)")
     if args.pin and len(os.sched_getaffinity(0)) < 2:

@@ -15,7 +15,7 @@ controller's CPU per join.
 Default N is 500: convergence of 20 DaemonSets on 5,000 nodes is 100,000 pods, beyond a
 ten-minute budget on two cores; ``--nodes 5000`` works given the time.
 
-Usage: ``python benchmarks/controller_node_join.py [--nodes 500] [--daemonsets 20] [--joins 100]``.
+Usage: ``python -m benchmarks node-join [--nodes 500] [--daemonsets 20] [--joins 100]``.
 Prints the JSON summary; writes ``benchmarks/results/controller_node_join.json``.
 """
 
@@ -27,20 +27,14 @@ import time
 from typing import Any
 
 import orjson
-from common import (
-    PodWatch,
-    SimProcess,
-    controller,
-    daemonset,
-    environment,
-    histogram,
-    log,
-    percentile,
-    proc_usage,
-    profile,
-    write_result,
-)
 
+from benchmarks.harness.cluster import SimProcess, controller, daemonset
+from benchmarks.harness.metrics import histogram
+from benchmarks.harness.podwatch import PodWatch
+from benchmarks.harness.procs import proc_usage
+from benchmarks.harness.profiling import profile
+from benchmarks.harness.results import environment, log, write_result
+from benchmarks.harness.stats import percentile
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS
 from dsctl_sim.nodes import make_node
@@ -54,6 +48,40 @@ def summary(values: list[float]) -> dict[str, float]:
     return {"p50_ms": round(percentile(ms, 50), 1), "p90_ms": round(percentile(ms, 90), 1),
             "p99_ms": round(percentile(ms, 99), 1), "max_ms": round(max(ms), 1),
             "mean_ms": round(sum(ms) / len(ms), 1)}
+
+
+async def time_joins(sim: SimProcess, watch: PodWatch, *, joins: int, daemonsets: int, first_index: int,
+                     interval: float, timeout: float, prefix: str = "join") -> dict[str, Any]:
+    """Create ``joins`` nodes one at a time; for each, the time from just before its POST until
+    ``watch`` has seen one pod of each of the ``daemonsets`` DaemonSets targeting it."""
+    latencies: list[float] = []
+    first: list[float] = []
+    post: list[float] = []
+    session = sim.session()
+    for j in range(joins):
+        name = f"{prefix}-{j}"
+        body = orjson.dumps(make_node(name, index=first_index + j, now=time.time()))
+        start = time.monotonic()
+        async with session.post(sim.url + "/api/v1/nodes", data=body,
+                                headers={"Content-Type": "application/json"}) as resp:
+            await resp.read()
+            if resp.status != 201:
+                raise RuntimeError(f"node create failed: {resp.status}")
+        post.append(time.monotonic() - start)
+        deadline = start + timeout
+        while len(watch.by_node.get(name, ())) < daemonsets:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{name}: {len(watch.by_node.get(name, ()))} pods")
+            await asyncio.sleep(0.002)
+        seen = [watch.pods[k].seen for k in watch.by_node[name]]
+        latencies.append(max(seen) - start)
+        first.append(min(seen) - start)
+        if j % 10 == 9:
+            log("joins", done=j + 1, last_ms=round(1000 * latencies[-1], 1))
+        await asyncio.sleep(interval)
+    # In join order too: a tail that is one slow join or a drift over the run tells different stories.
+    return {"all_pods_created": summary(latencies), "first_pod_created": summary(first), "node_post": summary(post),
+            "all_pods_created_ms": [round(1000 * seconds, 1) for seconds in latencies]}
 
 
 async def converge(client: KubeClient, *, count: int, nodes: int, timeout: float) -> float:
@@ -90,44 +118,17 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 await converge(client, count=args.daemonsets, nodes=args.nodes, timeout=args.timeout), 1)
             log("converged", seconds=result["converge_seconds"], pods=len(watch.pods))
             await asyncio.sleep(args.join_interval)
-            latencies: list[float] = []
-            first: list[float] = []
-            post: list[float] = []
             cpu_before, sim_before = proc_usage(pid), proc_usage(sim.pid)
             syncs_before = histogram((await ctl.get("/metrics"))[1], "dsctl_sync_duration_seconds")
-            session = sim.session()
             async with profile(pid if args.profile else None, f"{NAME}-{args.tag}" if args.tag else NAME) as hot:
-                for j in range(args.joins):
-                    name = f"join-{j}"
-                    body = orjson.dumps(make_node(name, index=args.nodes + j, now=time.time()))
-                    start = time.monotonic()
-                    async with session.post(sim.url + "/api/v1/nodes", data=body,
-                                            headers={"Content-Type": "application/json"}) as resp:
-                        await resp.read()
-                        if resp.status != 201:
-                            raise RuntimeError(f"node create failed: {resp.status}")
-                    post.append(time.monotonic() - start)
-                    deadline = start + args.timeout
-                    while len(watch.by_node.get(name, ())) < args.daemonsets:
-                        if time.monotonic() > deadline:
-                            raise TimeoutError(f"{name}: {len(watch.by_node.get(name, ()))} pods")
-                        await asyncio.sleep(0.002)
-                    seen = [watch.pods[k].seen for k in watch.by_node[name]]
-                    latencies.append(max(seen) - start)
-                    first.append(min(seen) - start)
-                    if j % 10 == 9:
-                        log("joins", done=j + 1, last_ms=round(1000 * latencies[-1], 1))
-                    await asyncio.sleep(args.join_interval)
+                joins = await time_joins(sim, watch, joins=args.joins, daemonsets=args.daemonsets,
+                                         first_index=args.nodes, interval=args.join_interval, timeout=args.timeout)
             cpu_after, sim_after = proc_usage(pid), proc_usage(sim.pid)
             syncs_after = histogram((await ctl.get("/metrics"))[1], "dsctl_sync_duration_seconds")
         finally:
             await client.close()
             await watch.stop()
-    result["all_pods_created"] = summary(latencies)
-    result["first_pod_created"] = summary(first)
-    result["node_post"] = summary(post)
-    # In join order: a tail that is one slow join or a drift over the run tells different stories.
-    result["all_pods_created_ms"] = [round(1000 * seconds, 1) for seconds in latencies]
+    result.update(joins)
     result["controller_cpu_ms_per_join"] = round(
         1000 * (cpu_after["cpu_seconds"] - cpu_before["cpu_seconds"]) / args.joins, 1)
     result["sim_cpu_ms_per_join"] = round(
@@ -142,8 +143,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks node-join", description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=500)
     parser.add_argument("--daemonsets", type=int, default=20)
     parser.add_argument("--joins", type=int, default=100)
@@ -155,7 +157,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--profile", action="store_true", help="py-spy the controller during the joins")
     parser.add_argument("--tag", default="", help="store the result as <name>-<tag>.json instead")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     write_result(f"{NAME}-{args.tag}" if args.tag else NAME, asyncio.run(run(args)))
 
 

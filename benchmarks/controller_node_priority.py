@@ -10,7 +10,7 @@ gives the order of the pod creates (a pod POST names its namespace, hence its Da
 critical pod's **position** (1 = first). Latency runs from just before the node's POST to the
 watch seeing the critical pod, and to the watch seeing all pods of the node.
 
-Usage: ``python benchmarks/controller_node_priority.py [--nodes 20] [--daemonsets 30] [--joins 100]``.
+Usage: ``python -m benchmarks node-priority [--nodes 20] [--daemonsets 30] [--joins 100]``.
 Prints the JSON summary; writes ``benchmarks/results/controller_node_priority.json``.
 """
 
@@ -22,8 +22,12 @@ import time
 from typing import Any
 
 import orjson
-from common import PodWatch, SimProcess, controller, daemonset, environment, log, percentile, request_log, write_result
 
+from benchmarks.harness.cluster import SimProcess, controller, daemonset
+from benchmarks.harness.metrics import request_log
+from benchmarks.harness.podwatch import PodWatch
+from benchmarks.harness.results import environment, log, write_result
+from benchmarks.harness.stats import percentile
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, NAMESPACES
 from dsctl_sim.nodes import make_node
@@ -126,8 +130,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks node-priority", description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=20)
     parser.add_argument("--daemonsets", type=int, default=30)
     parser.add_argument("--joins", type=int, default=100)
@@ -137,7 +142,7 @@ def main() -> None:
     parser.add_argument("--controller-arg", action="append", default=[],
                         help="extra 'dsctl run' argument (repeatable)")
     parser.add_argument("--timeout", type=float, default=300.0)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     write_result(NAME, asyncio.run(run(args)))
 
 

@@ -18,7 +18,7 @@ Two measurements, reported side by side:
    ``--profile`` a py-spy summary of the touch window. With ``--touch-node`` one node's labels
    change before each touch, so each forced sync is the incremental sync after one node changed.
 
-Usage: ``python benchmarks/controller_noop_sync.py [--nodes 5000] [--iterations 20]
+Usage: ``python -m benchmarks noop-sync [--nodes 5000] [--iterations 20]
 [--skip-end-to-end] [--touch-node] [--tag T]``. Prints the JSON summary; writes
 ``benchmarks/results/controller_noop_sync[-T].json``.
 """
@@ -36,19 +36,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from common import (
-    SimProcess,
-    controller,
-    daemonset,
-    environment,
-    histogram,
-    log,
-    proc_usage,
-    profile,
-    request_log,
-    write_result,
-)
-
+from benchmarks.harness.cluster import SimProcess, controller, daemonset
+from benchmarks.harness.metrics import histogram, request_log
+from benchmarks.harness.procs import proc_usage
+from benchmarks.harness.profiling import profile
+from benchmarks.harness.results import environment, log, write_result
 from dsctl.controller.backoffstate import FailedPodBackoff
 from dsctl.controller.cacheview import (
     BY_TARGET_NODE,
@@ -390,8 +382,9 @@ async def end_to_end(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks noop-sync", description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--top", type=int, default=15, help="cProfile rows to keep")
@@ -405,7 +398,7 @@ def main() -> None:
                         help="before each touch, change one node's labels (no verdict flips), so each "
                              "forced sync re-plans one changed node")
     parser.add_argument("--tag", default="", help="store the result as <name>-<tag>.json instead")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     result: dict[str, Any] = {"benchmark": NAME, "environment": environment(), "in_process": in_process(args),
                               "plan_sync": plan_sync_cost(args)}
     if not args.skip_end_to_end:

@@ -8,7 +8,7 @@ older commit). Each run: ``python -m dsctl run`` with ``PYTHONPATH=<tree>``, pol
 ``/readyz`` every 10 ms; RSS from ``/proc/<pid>/status`` at the first 200; then SIGTERM. The
 import cost alone is measured too: a fresh interpreter importing what ``dsctl run`` imports.
 
-Usage: ``python benchmarks/controller_startup.py [--before DIR] [--rounds 5] [--nodes 100]``.
+Usage: ``python -m benchmarks startup [--before DIR] [--rounds 5] [--nodes 100]``.
 Prints the JSON summary; writes ``benchmarks/results/controller_startup.json``.
 """
 
@@ -27,12 +27,13 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from common import SimProcess, daemonset, environment, log, write_result
 
+from benchmarks.harness.cluster import SimProcess, daemonset
+from benchmarks.harness.procs import rss_mib
+from benchmarks.harness.results import ROOT, environment, log, write_result
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS
 
-HERE = Path(__file__).resolve().parent.parent
 # What ``dsctl run`` imports before it connects: the CLI, its parser (which used to pull in the
 # simulator's), and the runner. Prints seconds, modules loaded, and simulator modules loaded.
 IMPORTS = (
@@ -47,13 +48,6 @@ def _free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
-
-
-def _rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 async def _one_start(tree: Path, kubeconfig: str) -> dict[str, float]:
@@ -78,7 +72,7 @@ async def _one_start(tree: Path, kubeconfig: str) -> dict[str, float]:
                     pass
                 await asyncio.sleep(0.01)
         ready = time.perf_counter() - started
-        return {"ready_seconds": ready, "rss_mib": _rss_mib(proc.pid)}
+        return {"ready_seconds": ready, "rss_mib": rss_mib(proc.pid)[0]}
     finally:
         proc.send_signal(signal.SIGTERM)
         await proc.wait()
@@ -95,13 +89,18 @@ def _summary(samples: list[dict[str, float]]) -> dict[str, float]:
     return {key: round(statistics.median(s[key] for s in samples), 4) for key in samples[0]}
 
 
-async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks startup", description=__doc__.splitlines()[0])
     parser.add_argument("--before", type=Path, default=None, help="another dsctl checkout to compare with")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--nodes", type=int, default=100)
-    args = parser.parse_args()
-    trees = {"current": HERE, **({"before": args.before.resolve()} if args.before else {})}
+    asyncio.run(run(parser.parse_args(argv)))
+
+
+async def run(args: argparse.Namespace) -> None:
+    """Start each tree's controller ``--rounds`` times against one simulator; write the medians."""
+    trees = {"current": ROOT, **({"before": args.before.resolve()} if args.before else {})}
     samples: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
     async with SimProcess(nodes=args.nodes, args=["--pod-startup-seconds", "0.1"]) as sim:
         async with await KubeClient.from_config(kubeconfig=sim.kubeconfig) as client:
@@ -124,4 +123,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

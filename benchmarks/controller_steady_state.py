@@ -19,7 +19,7 @@ With ``--pod-updates-per-second R`` the window also carries R kubelet-style pod 
 per second (a container's ``restartCount`` raised, nothing a planner reads), cycling through
 the daemon pods: the cost of pod status churn, goal 0 syncs.
 
-Usage: ``python benchmarks/controller_steady_state.py [--nodes 5000] [--daemonsets 3]
+Usage: ``python -m benchmarks steady-state [--nodes 5000] [--daemonsets 3]
 [--window-seconds 60] [--pod-updates-per-second 0] [--tag T]``. Prints the JSON summary; writes
 ``benchmarks/results/controller_steady_state.json``.
 """
@@ -34,19 +34,12 @@ from typing import Any
 
 import aiohttp
 import orjson
-from common import (
-    SimProcess,
-    controller,
-    daemonset,
-    environment,
-    histogram,
-    log,
-    proc_usage,
-    profile,
-    request_log,
-    write_result,
-)
 
+from benchmarks.harness.cluster import SimProcess, controller, daemonset
+from benchmarks.harness.metrics import histogram, request_log
+from benchmarks.harness.procs import proc_usage
+from benchmarks.harness.profiling import profile
+from benchmarks.harness.results import environment, log, write_result
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS
 from dsctl_api.timefmt import format_rfc3339
@@ -285,8 +278,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks steady-state", description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--daemonsets", type=int, default=3)
     parser.add_argument("--heartbeat-seconds", type=float, default=10.0)
@@ -297,7 +291,7 @@ def main() -> None:
     parser.add_argument("--tag", default="", help="store the result as <name>-<tag>.json instead")
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--profile", action="store_true", help="py-spy the controller during the window")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     write_result(f"{NAME}-{args.tag}" if args.tag else NAME, asyncio.run(run(args)))
 
 

@@ -7,7 +7,7 @@ runs it with a 60 s window, the length the issue asks for, against ``dsctl_sim s
 the pods created on departing nodes (none expected), the running pods that changed (none), and
 the gauge of held nodes.
 
-Usage: ``python benchmarks/departing_window.py [--window 60]``. Not part of the test suite.
+Usage: ``.venv/bin/python -m benchmarks departing-window [--window 60]``. Not part of the test suite.
 """
 
 from __future__ import annotations
@@ -16,12 +16,8 @@ import argparse
 import asyncio
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from common import environment, write_result
-
+from benchmarks.harness.results import environment, write_result
 from dsctl.kube.client import KubeClient
 from tests.support.controllerproc import ControllerProcess
 from tests.support.departing import REPLACED_ELSEWHERE, SIM_ARGS, run_departing
@@ -36,7 +32,7 @@ async def _held(ctl: ControllerProcess) -> float | None:
     return None
 
 
-async def main(window: float) -> int:
+async def run(window: float) -> int:
     """Run the scenario once; exit 1 when a departing node got a pod or a running pod changed."""
     started = time.monotonic()
     async with SimProcess(nodes=5, args=SIM_ARGS) as sim:
@@ -62,7 +58,13 @@ async def main(window: float) -> int:
     return 0 if ok else 1
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` and run the scenario once."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks departing-window",
+                                     description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--window", type=float, default=60.0, help="seconds to watch the departing nodes")
-    sys.exit(asyncio.run(main(parser.parse_args().window)))
+    return asyncio.run(run(parser.parse_args(argv).window))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

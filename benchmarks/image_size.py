@@ -6,7 +6,7 @@
   and config blobs: what a pull downloads;
 - ``venv_bytes``: ``/opt/venv`` alone, unpacked.
 
-Usage: ``python benchmarks/image_size.py --tag localhost/dsctl:0.1.0 [--base <base image>]``
+Usage: ``python -m benchmarks image-size --tag localhost/dsctl:0.1.0 [--base <base image>]``
 (buildah; build the image first with ``make image``).
 """
 
@@ -19,8 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from common import environment, log, write_result
-
+from benchmarks.harness.results import environment, log, write_result
 from tools.image_build import Builder, find_builder
 
 
@@ -57,12 +56,13 @@ def compressed(builder: Builder, image: str) -> dict[str, Any]:
                 "layer_bytes": layers}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     """Measure the image (and its base) and write benchmarks/results/image_size.json."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks image-size", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--tag", required=True)
     parser.add_argument("--base", default="", help="the base image, measured the same way for the difference")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     builder = find_builder()
     if builder is None or builder.kind != "buildah":
         raise SystemExit("image_size: needs buildah")

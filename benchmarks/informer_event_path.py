@@ -18,7 +18,7 @@ The cyclic GC is frozen after set-up, as the controller freezes its caches after
 list. ``benchmarks/informer_sync.py``'s ``watch`` case measures the same path end to end over
 HTTP, with a fixture server on the other core.
 
-Usage: ``python benchmarks/informer_event_path.py [--pods 150000 --events 20000 --reps 5]``
+Usage: ``python -m benchmarks informer-event-path [--pods 150000 --events 20000 --reps 5]``
 
 ``--trees before=DIR,after=DIR --rounds 3`` measures the dsctl of each source tree in turn, each
 in a fresh process, alternating, and prints every run's JSON. Trees from the lean decoder on
@@ -37,12 +37,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 import orjson
-from informer_common import run_child
-from informer_objects import daemon_pod
+
+from benchmarks.harness.children import run_child
+from benchmarks.informer_objects import daemon_pod
 
 CHUNK_EVENTS = 64
 
@@ -162,8 +160,9 @@ class _Response:
         pass
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks informer-event-path", description=__doc__.splitlines()[0])
     parser.add_argument("--pods", type=int, default=150000)
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--events", type=int, default=20000)
@@ -175,7 +174,7 @@ def main() -> None:
                         help="decode line by line even where the tree has a run decoder")
     parser.add_argument("--lines-only-trees", default="",
                         help="NAME,...: with --trees, the trees to run with --lines-only")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.tree:
         sys.path[:0] = [args.tree, str(Path(args.tree) / "dsctl-api")]
     if not args.trees:
@@ -186,7 +185,7 @@ def main() -> None:
     for _ in range(args.rounds):
         for name, tree in (item.split("=", 1) for item in args.trees.split(",")):
             extra = ["--lines-only"] if name in lines_only else []
-            result = run_child("informer_event_path.py", "--tree", tree, "--pods", str(args.pods),
+            result = run_child("informer_event_path", "--tree", tree, "--pods", str(args.pods),
                                "--nodes", str(args.nodes), "--events", str(args.events),
                                "--reps", str(args.reps), *extra)
             print(json.dumps({"tree": name, **result}), flush=True)

@@ -15,22 +15,18 @@ It pre-serializes N nodes and M DaemonSet pods (benchmarks/informer_objects.py) 
 Serving pre-encoded bytes keeps the server's own cost out of the client measurements; the
 simulator (``dsctl sim``) is used by the integration tests instead. Prints ``READY <port>``.
 
-Usage: ``python benchmarks/informer_fixture_server.py --nodes 5000 --pods 150000``
+Usage: ``python -m benchmarks.informer_fixture_server --nodes 5000 --pods 150000`` (the informer benchmarks start it).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
-from pathlib import Path
 
 import orjson
 from aiohttp import web
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from informer_objects import daemon_pod, node
+from benchmarks.informer_objects import daemon_pod, node
 
 LIST_RV = "5000000"
 _EXPIRED = orjson.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 410,

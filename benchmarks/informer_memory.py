@@ -5,7 +5,7 @@ benchmarks/informer_fixture_server.py (a separate process) in a fresh child proc
 tracemalloc on, then reports the bytes still allocated after ``gc.collect()`` (the caches and
 indexes), tracemalloc's peak (transient list pages), and the RSS growth.
 
-Usage: ``python benchmarks/informer_memory.py [--nodes 5000] [--pods 150000]``
+Usage: ``python -m benchmarks informer-memory [--nodes 5000] [--pods 150000]``
 """
 
 from __future__ import annotations
@@ -21,13 +21,12 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 import orjson
 import structlog
-from informer_common import fixture_server, rss_mib, run_child, write_kubeconfig
-from informer_objects import daemon_pod, node
+
+from benchmarks.harness.children import fixture_server, run_child, write_kubeconfig
+from benchmarks.harness.procs import self_rss_mib
+from benchmarks.informer_objects import daemon_pod, node
 
 structlog.configure(
     wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
@@ -50,7 +49,7 @@ async def held(url: str, *, projected: bool) -> dict[str, Any]:
     path = write_kubeconfig(Path(tempfile.mkdtemp()) / "kubeconfig", url)
     client = await KubeClient.from_config(kubeconfig=str(path), qps=0, environ={})
     gc.collect()
-    base_rss, _ = rss_mib()
+    base_rss, _ = self_rss_mib()
     tracemalloc.start()
     base_traced, _ = tracemalloc.get_traced_memory()
     nodes = Informer(client, NODES, transform=project_node if projected else None)
@@ -67,7 +66,7 @@ async def held(url: str, *, projected: bool) -> dict[str, Any]:
     gc.collect()
     traced, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    rss, rss_peak = rss_mib()
+    rss, rss_peak = self_rss_mib()
     count = len(nodes.store) + len(pods.store)
     held_bytes = traced - base_traced
     await client.close()
@@ -83,14 +82,15 @@ async def held(url: str, *, projected: bool) -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks informer-memory", description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=150000)
     parser.add_argument("--cases", default="projected,full")
     parser.add_argument("--child")
     parser.add_argument("--url")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.child:
         result = asyncio.run(held(args.url, projected=args.child == "projected"))
         print(json.dumps(result), flush=True)
@@ -103,7 +103,7 @@ def main() -> None:
     results: list[dict[str, Any]] = []
     with fixture_server(nodes=args.nodes, pods=args.pods) as url:
         for case in args.cases.split(","):
-            result = run_child("informer_memory.py", "--child", case, "--url", url)
+            result = run_child("informer_memory", "--child", case, "--url", url)
             print(json.dumps(result), flush=True)
             results.append(result)
     print(json.dumps({"nodes": args.nodes, "pods": args.pods, **sizes, "results": results},

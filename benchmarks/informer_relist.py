@@ -7,7 +7,7 @@ benchmarks/informer_fixture_server.py, then the server is compacted (``POST /adm
 request of the relist refused with 410 Expired. The child's peak RSS is reset (``clear_refs``)
 just before the compaction, so ``relist_peak_rss_mib`` is the relist's own peak.
 
-Usage: ``python benchmarks/informer_relist.py [--nodes 5000] [--pods 150000]``; prints the
+Usage: ``python -m benchmarks informer-relist [--nodes 5000] [--pods 150000]``; prints the
 JSON of the run.
 """
 
@@ -24,12 +24,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 import aiohttp
 import structlog
-from informer_common import fixture_server, rss_mib, run_child, write_kubeconfig
+
+from benchmarks.harness.children import fixture_server, run_child, write_kubeconfig
+from benchmarks.harness.procs import self_rss_mib
 
 structlog.configure(
     wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
@@ -79,7 +78,7 @@ async def relist_case(url: str) -> dict[str, Any]:
     await nodes.wait_for_sync()
     await pods.wait_for_sync()
     gc.collect()
-    synced_rss, sync_peak = rss_mib()
+    synced_rss, sync_peak = self_rss_mib()
     listed = len(pods.store)
     calls.update(add=0, update=0, delete=0)
     _reset_peak_rss()
@@ -96,9 +95,9 @@ async def relist_case(url: str) -> dict[str, Any]:
         raise RuntimeError("the forced relist did not complete within 900 s")
     elapsed = time.perf_counter() - started
     cpu = time.process_time() - cpu_started
-    _, relist_peak = rss_mib()
+    _, relist_peak = self_rss_mib()
     gc.collect()
-    after_rss, _ = rss_mib()
+    after_rss, _ = self_rss_mib()
     async with aiohttp.ClientSession() as session, session.get(f"{url}/admin/stats") as resp:
         server = await resp.json()
     result = {
@@ -121,18 +120,19 @@ async def relist_case(url: str) -> dict[str, Any]:
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks informer-relist", description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=150000)
     parser.add_argument("--child", action="store_true")
     parser.add_argument("--url")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.child:
         print(json.dumps(asyncio.run(relist_case(args.url))), flush=True)
         return
     with fixture_server(nodes=args.nodes, pods=args.pods) as url:
-        result = run_child("informer_relist.py", "--child", "--url", url)
+        result = run_child("informer_relist", "--child", "--url", url)
     print(json.dumps({"nodes": args.nodes, "pods": args.pods, **result}, indent=1))
 
 

@@ -5,7 +5,7 @@ API (the same DaemonSet-pod bodies as benchmarks/informer_objects.py, minus serv
 and status), then runs the ``sync-projected``, ``sync-full``, ``nodes-dicts`` and
 ``nodes-models`` cases of benchmarks/informer_sync.py against it, each in a fresh process.
 
-Usage: ``python benchmarks/informer_sim.py [--nodes 5000] [--pods 150000]``
+Usage: ``python -m benchmarks informer-sim [--nodes 5000] [--pods 150000]``
 """
 
 from __future__ import annotations
@@ -16,18 +16,15 @@ import json
 import logging
 import sys
 import time
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import orjson
 import structlog
-from informer_common import run_child
-from informer_objects import daemon_pod
 from prometheus_client import CollectorRegistry
 
+from benchmarks.harness.children import run_child
+from benchmarks.harness.procs import rss_mib
+from benchmarks.informer_objects import daemon_pod
 from dsctl.kube import PODS, KubeClient
 from tests.support.simproc import SimProcess
 
@@ -66,14 +63,6 @@ async def seed(kubeconfig: str, *, nodes: int, pods: int) -> float:
     return pods / (time.perf_counter() - started)
 
 
-def sim_rss_mib(pid: int) -> float:
-    """Resident memory of the simulator process."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
 async def main_async(args: argparse.Namespace) -> None:
     sim_args = ["--no-control-plane", "--log-level", "warning", "--history-size", "1000"]
     async with SimProcess(nodes=args.nodes, args=sim_args, startup_timeout=600) as sim:
@@ -82,25 +71,26 @@ async def main_async(args: argparse.Namespace) -> None:
         summary: dict[str, Any] = {
             "nodes": args.nodes, "pods": args.pods, "seed_creates_per_second": round(rate),
             "sim_pod_json_bytes": len(orjson.dumps(stored_pod)),
-            "sim_rss_mib": round(sim_rss_mib(sim.pid)), "results": [],
+            "sim_rss_mib": round(rss_mib(sim.pid)[0]), "results": [],
         }
         print(json.dumps({k: v for k, v in summary.items() if k != "results"}), flush=True)
         for case in args.cases.split(","):
             result = await asyncio.to_thread(
-                run_child, "informer_sync.py", "--child", case, "--url", sim.url,
+                run_child, "informer_sync", "--child", case, "--url", sim.url,
                 "--qps", str(args.qps))
             print(json.dumps(result), flush=True)
             summary["results"].append(result)
     print(json.dumps(summary, indent=1))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks informer-sim", description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=150000)
     parser.add_argument("--qps", type=float, default=50.0)
     parser.add_argument("--cases", default="sync-projected,sync-full,nodes-dicts,nodes-models")
-    asyncio.run(main_async(parser.parse_args()))
+    asyncio.run(main_async(parser.parse_args(argv)))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ Runs against benchmarks/informer_fixture_server.py in a separate process (5,000 
 - ``nodes-dicts`` / ``nodes-models``: one 5,000-node NodeList as orjson dicts through
   KubeClient vs ``CoreV1Api.list_node()`` models (time, median of 3; RSS growth).
 
-Usage: ``python benchmarks/informer_sync.py [--nodes 5000] [--pods 150000]``; prints a table
+Usage: ``python -m benchmarks informer-sync [--nodes 5000] [--pods 150000]``; prints a table
 and the JSON of every case. ``--trees before=DIR,after=DIR --rounds 3`` runs the cases against
 the dsctl of each source tree in turn (same fixture server, alternating, a fresh process each).
 """
@@ -34,16 +34,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 import structlog
-from informer_common import (
+
+from benchmarks.harness.children import (
     fixture_server,
-    rss_mib,
     run_child,
     write_kubeconfig,
 )
+from benchmarks.harness.procs import self_rss_mib
 
 structlog.configure(
     wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
@@ -72,7 +70,7 @@ async def sync_case(url: str, *, projected: bool, qps: float) -> dict[str, Any]:
 
     client = await _client(url, qps)
     gc.collect()
-    base_rss, _ = rss_mib()
+    base_rss, _ = self_rss_mib()
     nodes = Informer(client, NODES, transform=project_node if projected else None)
     pods = Informer(
         client, PODS, indexers={BY_NODE_NAME: by_node_name, BY_OWNER_UID: by_owner_uid},
@@ -88,7 +86,7 @@ async def sync_case(url: str, *, projected: bool, qps: float) -> dict[str, Any]:
     elapsed = time.perf_counter() - started
     cpu = time.process_time() - cpu_started
     gc.collect()
-    rss, peak = rss_mib()
+    rss, peak = self_rss_mib()
     result = {
         "case": "sync-projected" if projected else "sync-full",
         "nodes": len(nodes.store),
@@ -156,7 +154,7 @@ async def watch_case(
     await pods.stop()
     await client.close()
     gc.collect()
-    rss, peak = rss_mib()
+    rss, peak = self_rss_mib()
     return {"case": "watch", "controller_gc": controller_gc, "events": seen, "seconds": round(elapsed, 2),
             "events_per_second": round(seen / elapsed), "cpu_seconds": round(cpu, 2),
             "events_per_cpu_second": round(seen / cpu), "rss_after_events_mib": round(rss, 1),
@@ -210,7 +208,7 @@ async def nodes_case(url: str, *, models: bool) -> dict[str, Any]:
     from dsctl.kube import NODES
 
     gc.collect()
-    base_rss, _ = rss_mib()
+    base_rss, _ = self_rss_mib()
     times: list[float] = []
     held: Any = None
     if models:
@@ -238,7 +236,7 @@ async def nodes_case(url: str, *, models: bool) -> dict[str, Any]:
         count = len(held["items"])
         await client.close()
     gc.collect()
-    rss, peak = rss_mib()
+    rss, peak = self_rss_mib()
     return {"case": "nodes-models" if models else "nodes-dicts", "nodes": count,
             "seconds_median": round(statistics.median(times), 3),
             "runs": [round(t, 3) for t in times],
@@ -263,8 +261,9 @@ def child(args: argparse.Namespace) -> None:
     print(json.dumps(result), flush=True)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks informer-sync", description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=150000)
     parser.add_argument("--watch-events", type=int, default=100000)
@@ -279,7 +278,7 @@ def main() -> None:
     parser.add_argument("--child")
     parser.add_argument("--url")
     parser.add_argument("--tree")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.child:
         child(args)
         return
@@ -293,7 +292,7 @@ def main() -> None:
                     extra = ["--profile", args.profile] if args.profile and case == "watch" else []
                     extra += ["--controller-gc"] if args.controller_gc else []
                     extra += ["--tree", tree] if tree else []
-                    result = run_child("informer_sync.py", "--child", case, "--url", url,
+                    result = run_child("informer_sync", "--child", case, "--url", url,
                                        "--qps", str(args.qps), "--watch-events",
                                        str(args.watch_events), *extra)
                     if name:

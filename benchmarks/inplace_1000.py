@@ -17,7 +17,7 @@ the cluster stored (the resourceVersion delta: the controller's writes plus the 
 bindings, the kubelets' status writes, graceful deletion and events).
 
 Outputs ``benchmarks/results/inplace_1000.json`` and prints a side-by-side table.
-Usage: ``python benchmarks/inplace_1000.py [--nodes 1000] [--max-unavailable 10%] [--startup 1.0]``.
+Usage: ``python -m benchmarks inplace [--nodes 1000] [--max-unavailable 10%] [--startup 1.0]``.
 Not part of the test suite.
 """
 
@@ -26,20 +26,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from rollout_1000 import SIM_TERMINATION_CAP, cpu_seconds
-
+from benchmarks.harness.bounds import SIM_TERMINATION_CAP, rolling_update_bound
+from benchmarks.harness.procs import proc_cpu_seconds
+from benchmarks.harness.results import RESULTS
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, PODS
-from dsctl_api.intstr import scaled_value
 from tests.support.builders import daemonset, rolling
 from tests.support.controllerproc import ControllerProcess
 from tests.support.invariants import RolloutObserver, update_template
@@ -47,7 +43,6 @@ from tests.support.poll import eventually
 from tests.support.requestaudit import is_controller_agent, read_all_requests
 from tests.support.simproc import SimProcess
 
-RESULTS = Path(__file__).resolve().parent / "results"
 NEW_IMAGE = "registry.example/agent:2.0"
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 
@@ -90,7 +85,7 @@ async def run_mode(mode: str, *, nodes: int, max_unavailable: str, startup: floa
             _, cursor = await read_all_requests(sim)
             rv0 = await _resource_version(sim)
             assert ctl.proc is not None
-            cpu0 = cpu_seconds(ctl.proc.pid)
+            cpu0 = proc_cpu_seconds(ctl.proc.pid)
             before = {p["metadata"]["uid"] for p in (await client.list(PODS, namespace="default"))["items"]}
             async with RolloutObserver(client, "agent") as obs:
                 t0 = time.monotonic()
@@ -99,7 +94,7 @@ async def run_mode(mode: str, *, nodes: int, max_unavailable: str, startup: floa
                 await eventually(lambda: _all_running(client, NEW_IMAGE, nodes), timeout=120, interval=0.1,
                                  message="new image running everywhere")
                 wall = time.monotonic() - t0
-            cpu = cpu_seconds(ctl.proc.pid) - cpu0
+            cpu = proc_cpu_seconds(ctl.proc.pid) - cpu0
             rv1 = await _resource_version(sim)
             records, _ = await read_all_requests(sim, since=cursor)
             after = {p["metadata"]["uid"] for p in (await client.list(PODS, namespace="default"))["items"]}
@@ -110,9 +105,10 @@ async def run_mode(mode: str, *, nodes: int, max_unavailable: str, startup: floa
                      for r in mine if r.get("verb") in WRITE_VERBS)
     reads = Counter(f"{r.get('verb')} {r.get('resource')}" for r in mine
                     if r.get("verb") in ("get", "list"))
-    budget = scaled_value(max_unavailable, nodes, round_up=True)
-    waves = math.ceil(nodes / budget)
-    bound = waves * (startup + (0.0 if mode == "inplace" else SIM_TERMINATION_CAP))
+    # In place, a pod is restarted, never terminated: its wave costs the start-up alone.
+    termination = 0.0 if mode == "inplace" else SIM_TERMINATION_CAP
+    limits = rolling_update_bound(nodes, max_unavailable, startup=startup, termination=termination)
+    budget, waves, bound = limits.budget, limits.waves, limits.seconds
     return {
         "mode": mode, "nodes": nodes, "max_unavailable": max_unavailable, "budget": budget, "waves": waves,
         "lower_bound_seconds": round(bound, 2), "wall_seconds": round(wall, 2), "ratio": round(wall / bound, 3),
@@ -124,13 +120,14 @@ async def run_mode(mode: str, *, nodes: int, max_unavailable: str, startup: floa
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks inplace", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--max-unavailable", default="10%")
     parser.add_argument("--startup", type=float, default=1.0, help="pod startup seconds in the sim")
     parser.add_argument("--name", default="inplace_1000", help="basename of the JSON in results/")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     results = [asyncio.run(run_mode(mode, nodes=args.nodes, max_unavailable=args.max_unavailable,
                                     startup=args.startup))
                for mode in ("recreate", "inplace")]

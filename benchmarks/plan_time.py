@@ -12,8 +12,8 @@ Two parts:
   DaemonSet out, then ``python -m dsctl plan -f FILE -o json`` runs as a user would run it:
   wall time of the command, and the requests it sent (all reads, by the request log).
 
-Run: ``.venv/bin/python -m benchmarks plan-time`` or ``.venv/bin/python benchmarks/plan_time.py``
-(``--nodes``, ``--no-sim``). Writes ``benchmarks/results/plan_time.json``. Nothing is asserted.
+Run: ``.venv/bin/python -m benchmarks plan-time`` (``--nodes``, ``--no-sim``). Writes
+``benchmarks/results/plan_time.json``. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ import argparse
 import asyncio
 import copy
 import json
-import os
-import platform
 import resource
 import subprocess
 import sys
@@ -32,28 +30,22 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import yaml
 
-import yaml  # noqa: E402
+from benchmarks.harness.cluster import ControllerProcess, SimProcess
+from benchmarks.harness.metrics import request_log
+from benchmarks.harness.results import environment, log, write_result
+from dsctl.daemonset.eligibility import Eligibility
+from dsctl.daemonset.history import plan_history
+from dsctl.daemonset.template import GENERATION_ANNOTATION, new_pod
+from dsctl.plan.manifest import parse_manifest
+from dsctl.plan.report import Options, make_plan
+from dsctl.plan.snapshot import ClusterSnapshot
+from dsctl_api.defaults import apply_defaults
+from dsctl_api.timefmt import format_rfc3339
 
-from dsctl.daemonset.eligibility import Eligibility  # noqa: E402
-from dsctl.daemonset.history import plan_history  # noqa: E402
-from dsctl.daemonset.template import GENERATION_ANNOTATION, new_pod  # noqa: E402
-from dsctl.plan.manifest import parse_manifest  # noqa: E402
-from dsctl.plan.report import Options, make_plan  # noqa: E402
-from dsctl.plan.snapshot import ClusterSnapshot  # noqa: E402
-from dsctl_api.defaults import apply_defaults  # noqa: E402
-from dsctl_api.timefmt import format_rfc3339  # noqa: E402
-
-RESULT = ROOT / "benchmarks" / "results" / "plan_time.json"
 V1, V2 = "registry.example/agent:1.0", "registry.example/agent:2.0"
 NOW = time.time()
-
-
-def _log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def manifest(*, image: str = V1, max_unavailable: int | str = "10%", max_surge: int | str = 0,
@@ -122,7 +114,7 @@ def in_process(nodes: int, *, max_waves: int) -> dict[str, Any]:
                           "waves": len(update["waves"]), "syncs": update["simulation"]["syncs"],
                           "truncated": update["simulation"]["truncated"],
                           "gain": entry["placement"]["gain"]["count"], "lose": entry["placement"]["lose"]["count"]}
-        _log(f"in process: {label}: {wall:.2f} s, {results[label]['syncs']} syncs")
+        log(f"in process: {label}: {wall:.2f} s, {results[label]['syncs']} syncs")
     results["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return results
 
@@ -131,8 +123,6 @@ async def end_to_end(nodes: int) -> dict[str, Any]:
     """The CLI against the simulator, after the real controller rolled the DaemonSet out."""
     from dsctl.kube.client import KubeClient
     from dsctl.kube.resources import DAEMONSETS
-    from tests.support.controllerproc import ControllerProcess
-    from tests.support.simproc import SimProcess
 
     async with SimProcess(nodes=nodes, args=["--pod-startup-seconds", "0.5"], startup_timeout=300) as sim:
         client = await KubeClient.from_config(kubeconfig=sim.kubeconfig, qps=500, burst=1000)
@@ -146,11 +136,11 @@ async def end_to_end(nodes: int) -> dict[str, Any]:
                 if time.monotonic() - started > 900:
                     raise RuntimeError(f"rollout did not finish: {status}")
                 await asyncio.sleep(1.0)
-            _log(f"end to end: {nodes} pods available after {time.monotonic() - started:.0f} s")
+            log(f"end to end: {nodes} pods available after {time.monotonic() - started:.0f} s")
             with tempfile.TemporaryDirectory() as tmp:
                 path = Path(tmp) / "agent.yaml"
                 path.write_text(yaml.safe_dump(manifest(image=V2)))
-                since = await _last_seq(sim)
+                _, since, _ = await request_log(sim, since=0)
                 wall = time.perf_counter()
                 children = resource.getrusage(resource.RUSAGE_CHILDREN)
                 done = await asyncio.to_thread(
@@ -159,12 +149,12 @@ async def end_to_end(nodes: int) -> dict[str, Any]:
                 wall = time.perf_counter() - wall
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 cpu = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
-                log = await _log_since(sim, since)
+                requests, _, _ = await request_log(sim, since=since)
                 split = await _read_then_plan(sim.kubeconfig, path)
-    mine = [r for r in log if str(r.get("user_agent", "")).startswith("dsctl-plan/")]
+    mine = [r for r in requests if str(r.get("user_agent", "")).startswith("dsctl-plan/")]
     doc = json.loads(done.stdout) if done.stdout else {}
     update = doc.get("daemonsets", [{}])[0].get("update", {})
-    _log(f"end to end: dsctl plan took {wall:.2f} s, exit {done.returncode}")
+    log(f"end to end: dsctl plan took {wall:.2f} s, exit {done.returncode}")
     return {"wall_seconds": round(wall, 3), "cpu_seconds": round(cpu, 3), "exit_code": done.returncode,
             "waves": len(update.get("waves", [])),
             "requests": len(mine), "writes": sum(1 for r in mine if r.get("method") != "GET"),
@@ -189,47 +179,19 @@ async def _read_then_plan(kubeconfig: str, path: Path) -> dict[str, float]:
     return {"read_seconds": round(read, 3), "plan_seconds": round(time.perf_counter() - wall, 3)}
 
 
-async def _last_seq(sim: Any) -> int:
-    since = 0
-    while True:
-        page = await sim.requests(since=since, limit=10_000)
-        if not page["items"]:
-            return since
-        since = int(page["next"])
-
-
-async def _log_since(sim: Any, since: int) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    while True:
-        page = await sim.requests(since=since, limit=10_000)
-        if not page["items"]:
-            return items
-        items.extend(page["items"])
-        since = int(page["next"])
-
-
-def _facts() -> dict[str, Any]:
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            check=False).stdout.strip()
-    return {"commit": commit, "cpus": os.cpu_count(), "python": platform.python_version(),
-            "loadavg_at_start": [round(x, 2) for x in os.getloadavg()]}
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run both parts and write the result."""
-    parser = argparse.ArgumentParser(prog="plan-time", description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks plan-time",
+                                     description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--max-waves", type=int, default=100, help="dsctl plan's --max-waves")
     parser.add_argument("--no-sim", action="store_true", help="skip the end-to-end part")
     args = parser.parse_args(argv)
-    result: dict[str, Any] = {"benchmark": "plan_time", "nodes": args.nodes, **_facts(),
+    result: dict[str, Any] = {"benchmark": "plan_time", "nodes": args.nodes, "environment": environment(),
                               "in_process": in_process(args.nodes, max_waves=args.max_waves)}
     if not args.no_sim:
         result["end_to_end"] = asyncio.run(end_to_end(args.nodes))
-    RESULT.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(result, indent=1)
-    RESULT.write_text(text + "\n")
-    print(text, flush=True)
+    write_result("plan_time", result)
     return 0
 
 

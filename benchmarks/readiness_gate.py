@@ -20,7 +20,7 @@ the controller's CPU per join is compared: node created -> every daemon pod Read
 there as the reference. ``/proc/loadavg`` and the CPU steal before and after each phase are
 recorded, since other work shares the machine.
 
-Usage: ``python benchmarks/readiness_gate.py [--nodes 500] [--joins 100]``; ``--nodes 5000`` takes
+Usage: ``.venv/bin/python -m benchmarks readiness-gate [--nodes 500] [--joins 100]``; ``--nodes 5000`` takes
 about ten minutes. Prints the JSON summary; writes ``benchmarks/results/readiness_gate[-TAG].json``.
 """
 
@@ -28,25 +28,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 import time
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
-from common import (
-    RESULTS,
-    PodWatch,
-    SimProcess,
-    controller,
-    cprofile_window,
-    daemonset,
-    environment,
-    log,
-    percentile,
-    proc_usage,
-    write_result,
-)
 
+from benchmarks.harness.cluster import SimProcess, controller, daemonset
+from benchmarks.harness.podwatch import PodWatch
+from benchmarks.harness.procs import proc_usage
+from benchmarks.harness.profiling import cprofile_window
+from benchmarks.harness.results import RESULTS, environment, log, write_result
+from benchmarks.harness.stats import percentile
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS, PODS
 from dsctl_api.pods import controller_ref
@@ -254,8 +248,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv``, run, and write the result."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks readiness-gate", description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=500)
     parser.add_argument("--daemonsets", type=int, default=20)
     parser.add_argument("--gating", type=int, default=3)
@@ -272,9 +267,10 @@ def main() -> None:
                              "scheduler retries it, and the controller sees its status writes)")
     parser.add_argument("--cprofile", action="store_true", help="cProfile the controller during the joins")
     parser.add_argument("--tag", default="", help="store the result as <name>-<tag>.json instead")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     write_result(f"{NAME}-{args.tag}" if args.tag else NAME, asyncio.run(run(args)))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

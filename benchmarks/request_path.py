@@ -7,7 +7,7 @@ answers every request at once with a canned pod, so what is timed is the client'
 (pacing, headers, metrics, encoding, decoding, retry bookkeeping), not aiohttp's nor the
 server's. CPU time (``time.process_time``), best of ``--rounds``.
 
-Usage: ``python benchmarks/request_path.py [--creates 20000] [--rounds 5]``.
+Usage: ``python -m benchmarks request-path [--creates 20000] [--rounds 5]``.
 Prints the JSON summary and writes ``benchmarks/results/request_path.json``.
 """
 
@@ -22,9 +22,10 @@ from typing import Any
 
 import orjson
 import structlog
-from common import daemonset, environment, write_result
 from prometheus_client import CollectorRegistry
 
+from benchmarks.harness.cluster import daemonset
+from benchmarks.harness.results import environment, write_result
 from dsctl.controller.recorder import EventRecorder
 from dsctl.daemonset import template
 from dsctl.kube.client import KubeClient
@@ -135,11 +136,12 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks request-path", description=__doc__.splitlines()[0])
     parser.add_argument("--creates", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     # The controller's production logging: level info, so Normal events are not logged.
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
     logging.getLogger().setLevel(logging.INFO)

@@ -14,7 +14,7 @@ the figure of merit: 1.0 would be a perfect controller with zero API latency.
 
 Outputs ``benchmarks/results/rollout_1000.png`` (updated and available over time) and
 ``benchmarks/results/rollout_1000.json``, and prints the figures.
-Usage: ``python benchmarks/rollout_1000.py [--nodes 1000] [--max-unavailable 10%] [--startup 1.0]``.
+Usage: ``python -m benchmarks rollout [--nodes 1000] [--max-unavailable 10%] [--startup 1.0]``.
 Not part of the test suite.
 """
 
@@ -23,32 +23,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
+from benchmarks.harness.bounds import SIM_TERMINATION_CAP, rolling_update_bound
+from benchmarks.harness.procs import proc_cpu_seconds
+from benchmarks.harness.results import RESULTS
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import DAEMONSETS
-from dsctl_api.intstr import scaled_value
 from tests.support.builders import daemonset, rolling
 from tests.support.controllerproc import ControllerProcess
 from tests.support.invariants import RolloutObserver, update_template
 from tests.support.simproc import SimProcess
-
-RESULTS = Path(__file__).resolve().parent / "results"
-SIM_TERMINATION_CAP = 1.0
-"""Seconds the sim's kubelet lets a deleted pod terminate (its cap on the grace period)."""
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (Linux ``/proc``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def run(*, nodes: int, max_unavailable: str, startup: float, controller_args: list[str]) -> dict[str, Any]:
@@ -65,19 +53,18 @@ async def run(*, nodes: int, max_unavailable: str, startup: float, controller_ar
                 await first.wait_rolled_out(300)
             initial = time.monotonic() - started
             assert ctl.proc is not None
-            cpu = (cpu_seconds(ctl.proc.pid), cpu_seconds(sim.pid))
+            cpu = (proc_cpu_seconds(ctl.proc.pid), proc_cpu_seconds(sim.pid))
             async with RolloutObserver(client, "agent") as obs:
                 old_hash = obs.current_hash
                 t0 = time.monotonic()
                 await update_template(client, "agent", image="registry.example/agent:2.0")
                 await obs.wait_rolled_out(600)
                 wall = time.monotonic() - t0
-            cpu = (cpu_seconds(ctl.proc.pid) - cpu[0], cpu_seconds(sim.pid) - cpu[1])
+            cpu = (proc_cpu_seconds(ctl.proc.pid) - cpu[0], proc_cpu_seconds(sim.pid) - cpu[1])
         finally:
             await client.close()
-    budget = scaled_value(max_unavailable, nodes, round_up=True)
-    waves = math.ceil(nodes / budget)
-    bound = waves * (SIM_TERMINATION_CAP + startup)
+    limits = rolling_update_bound(nodes, max_unavailable, startup=startup)
+    budget, waves, bound = limits.budget, limits.waves, limits.seconds
     # Until the controller has written the new revision, "updated" means the new template: 0.
     timeline = [(round(max(0.0, t - t0), 3), 0 if rev == old_hash else updated, available)
                 for t, rev, updated, available in obs.timeline]
@@ -122,14 +109,15 @@ def plot(figures: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks rollout", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--max-unavailable", default="10%")
     parser.add_argument("--startup", type=float, default=1.0, help="pod startup seconds in the sim")
     parser.add_argument("--name", default="rollout_1000", help="basename of the PNG and JSON in results/")
     parser.add_argument("--controller-args", default="", help="extra 'dsctl run' flags, space-separated")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     figures = asyncio.run(run(nodes=args.nodes, max_unavailable=args.max_unavailable, startup=args.startup,
                               controller_args=args.controller_args.split()))
     RESULTS.mkdir(exist_ok=True)

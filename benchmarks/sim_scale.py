@@ -18,7 +18,7 @@ start-up to the loops, which then share the sim's core with the API server.
 Every create run also reports the sim's own CPU time per create, a figure that holds even
 when other processes compete for the cores.
 
-Usage: ``python benchmarks/sim_scale.py [--nodes 5000] [--pods 150000]``. Prints one JSON
+Usage: ``python -m benchmarks sim-scale [--nodes 5000] [--pods 150000]``. Prints one JSON
 document. Takes about two to four minutes on two cores at the defaults.
 """
 
@@ -32,15 +32,14 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from tests.support.simproc import SimProcess
+from benchmarks.harness.cluster import SimProcess
+from benchmarks.harness.procs import proc_cpu_seconds, proc_usage
+from benchmarks.harness.rawclient import post_all
 
 PODS = "/api/v1/namespaces/default/pods"
 OWNER = {
@@ -84,50 +83,6 @@ def pod_body(node: str, *, bind: bool = True, owner_uid: str = "6f1c1d4e-0000-40
     return orjson.dumps(body)
 
 
-class _RawConnection(asyncio.Protocol):
-    """One keep-alive HTTP/1.1 connection sending pre-encoded requests, one at a time.
-
-    The cheapest client Python can be: no header objects, no URL parsing, no cookie jar;
-    it relies on the server answering with ``Content-Length`` (aiohttp does).
-    """
-
-    def __init__(self) -> None:
-        self._buf = bytearray()
-        self._waiter: asyncio.Future[int] | None = None
-        self._transport: asyncio.Transport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        self._buf += data
-        waiter = self._waiter
-        if waiter is None or waiter.done():
-            return
-        end = self._buf.find(b"\r\n\r\n")
-        if end < 0:
-            return
-        head = bytes(self._buf[:end]).lower()
-        at = head.find(b"content-length:")
-        line_end = head.find(b"\r\n", at)
-        length = int(head[at + 15:line_end if line_end >= 0 else len(head)])
-        if len(self._buf) < end + 4 + length:
-            return
-        del self._buf[:end + 4 + length]
-        waiter.set_result(int(head[9:12]))
-
-    async def send(self, request: bytes) -> int:
-        assert self._transport is not None
-        self._waiter = asyncio.get_running_loop().create_future()
-        self._transport.write(request)
-        return await self._waiter
-
-    def close(self) -> None:
-        if self._transport is not None:
-            self._transport.close()
-
-
 async def _run_workers(send: Any, count: int, concurrency: int) -> tuple[float, dict[int, int]]:
     counter = itertools.count()
     errors: dict[int, int] = {}
@@ -152,23 +107,11 @@ async def create_pods(
     machine's other cores are: ``1e6 / server_cpu_us_per_create`` is the rate one free core
     could serve.
     """
-    cpu_before = cpu_seconds(sim_pid)
+    cpu_before = proc_cpu_seconds(sim_pid)
     if client == "raw":
-        host, port = url.split("//")[1].rsplit(":", 1)
-        loop = asyncio.get_running_loop()
-        conns = [(await loop.create_connection(_RawConnection, host, int(port)))[1] for _ in range(concurrency)]
-        requests = [b"POST " + PODS.encode() + b" HTTP/1.1\r\nHost: sim\r\nUser-Agent: sim-scale-bench\r\n"
-                    b"Content-Type: application/json\r\nContent-Length: " + str(len(b)).encode() + b"\r\n\r\n" + b
-                    for b in bodies]
-
-        async def send_raw(slot: int, i: int) -> int:
-            return await conns[slot].send(requests[(offset + i) % len(requests)])
-
-        try:
-            elapsed, errors = await _run_workers(send_raw, count, concurrency)
-        finally:
-            for conn in conns:
-                conn.close()
+        chosen = [bodies[(offset + i) % len(bodies)] for i in range(count)]
+        raw = await post_all(url, PODS, chosen, concurrency=concurrency, agent="sim-scale-bench")
+        elapsed, errors = raw.seconds, raw.errors
     else:
         connector = aiohttp.TCPConnector(limit=concurrency)
         headers = {"Content-Type": "application/json", "User-Agent": "sim-scale-bench"}
@@ -179,7 +122,7 @@ async def create_pods(
                     return resp.status
 
             elapsed, errors = await _run_workers(send_aiohttp, count, concurrency)
-    cpu_us = (cpu_seconds(sim_pid) - cpu_before) / count * 1e6
+    cpu_us = (proc_cpu_seconds(sim_pid) - cpu_before) / count * 1e6
     return {"client": client, "concurrency": concurrency, "pods": count, "seconds": round(elapsed, 3),
             "creates_per_second": round(count / elapsed, 1), "errors": errors,
             "server_cpu_us_per_create": round(cpu_us, 1),
@@ -231,7 +174,7 @@ async def list_latency(url: str, *, pods: int) -> dict[str, Any]:
 
 async def settle(url: str, *, sim_pid: int, timeout: float = 900.0) -> dict[str, Any]:
     """Wait until no pod is Pending (the loops bound and started them all)."""
-    start, cpu_before = time.perf_counter(), cpu_seconds(sim_pid)
+    start, cpu_before = time.perf_counter(), proc_cpu_seconds(sim_pid)
     query = "/api/v1/pods?fieldSelector=status.phase%3DPending&limit=1"
     async with aiohttp.ClientSession() as http:
         while time.perf_counter() - start < timeout:
@@ -242,23 +185,13 @@ async def settle(url: str, *, sim_pid: int, timeout: float = 900.0) -> dict[str,
                 break
             await asyncio.sleep(2.0)
     return {"seconds": round(time.perf_counter() - start, 1), "pending": pending,
-            "sim_cpu_seconds": round(cpu_seconds(sim_pid) - cpu_before, 1)}
-
-
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time consumed so far by ``pid``."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            "sim_cpu_seconds": round(proc_cpu_seconds(sim_pid) - cpu_before, 1)}
 
 
 def rss(pid: int) -> dict[str, float]:
     """Current and peak resident set size of ``pid`` in MiB."""
-    fields = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            fields[key] = round(int(value.split()[0]) / 1024, 1)
-    return {"rss_mib": fields["VmRSS"], "peak_rss_mib": fields["VmHWM"]}
+    usage = proc_usage(pid)
+    return {"rss_mib": usage["rss_mib"], "peak_rss_mib": usage["peak_rss_mib"]}
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -298,8 +231,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks sim-scale", description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=150_000)
     parser.add_argument("--sweep-pods", type=int, default=5000)
@@ -308,7 +242,7 @@ def main() -> None:
     parser.add_argument("--history-size", type=int, default=50_000)
     parser.add_argument("--control-plane", action="store_true",
                         help="run the scheduler/kubelet loops too (they compete for the sim's core)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.sweep_pods * len(args.concurrency) * len(args.clients) > args.pods:
         parser.error("--pods must cover the sweep")
     print(json.dumps(asyncio.run(run(args)), indent=1))

@@ -18,7 +18,7 @@ Figures:
   wire, the time of one full draw; then, while the server applies 1,000 pod changes a second,
   the page's JavaScript time per 1,000 changed cells and its frame intervals.
 
-Run: ``.venv/bin/python benchmarks/view_grid.py [--nodes 5000 --daemonsets 20] [--no-browser]``
+Run: ``.venv/bin/python -m benchmarks view-grid [--nodes 5000 --daemonsets 20] [--no-browser]``
 (about a minute). Writes ``benchmarks/results/view_grid.json``. Nothing is asserted.
 """
 
@@ -30,17 +30,12 @@ import gzip
 import itertools
 import random
 import statistics
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 import orjson
-from common import environment, log, write_result
 
+from benchmarks.harness.results import environment, log, write_result
 from dsctl.app.collector import freeze_caches, tune_collector
 from dsctl.daemonset.history import plan_history
 from dsctl.informer import BY_OWNER_UID, Store, by_owner_uid, make_pod_projection, object_key, project_node
@@ -315,15 +310,15 @@ def _load_page(driver: Any, url: str) -> dict[str, Any]:
             "cells": driver.execute_script("return window.dsctlView.cellCount()"), "canvas": geometry}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks view-grid", description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--daemonsets", type=int, default=20)
     parser.add_argument("--changes", type=int, default=1000, help="pod changes per measured round")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--live-seconds", type=float, default=10.0, help="seconds of live updates in the browser")
     parser.add_argument("--no-browser", action="store_true")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     tune_collector()  # as 'dsctl view' runs: the caches are frozen once synced
     started = time.process_time()
     fleet = Fleet(args.nodes, args.daemonsets)

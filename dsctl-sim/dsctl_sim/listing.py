@@ -56,7 +56,7 @@ class Page:
 
 
 def _key_of(doc: Doc) -> tuple[str, str]:
-    meta = doc.obj["metadata"]
+    meta = doc.peek()["metadata"]
     return meta.get("namespace", ""), meta["name"]
 
 

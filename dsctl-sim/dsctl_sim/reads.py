@@ -94,7 +94,7 @@ class ReadView:
             return list(docs), self._rv
         out: builtins.list[Doc] = []
         for doc in docs:
-            obj = doc.obj
+            obj = doc.peek()
             if labels is not None and not labels.matches(obj["metadata"].get("labels")):
                 continue
             if fields is not None and not fields.matches(partial(strategy.field_value, obj)):

@@ -33,7 +33,9 @@ class ResourceType:
     follows ``spec`` only. ``field_selectors`` lists the selectable field paths beyond
     ``metadata.name`` and ``metadata.namespace``. ``schema`` is a CRD's compiled
     ``openAPIV3Schema`` (its storage version's), which writes are validated against and
-    ``/openapi/v3`` serves; None for built-ins.
+    ``/openapi/v3`` serves; None for built-ins. ``compact`` keeps stored versions as their
+    JSON encoding, decoded on demand (ADR 0110): for the types a large cluster holds by the
+    million.
     """
 
     group: str
@@ -52,6 +54,7 @@ class ResourceType:
     builtin: bool = True
     extra_versions: tuple[str, ...] = field(default=())
     schema: CustomSchema | None = None
+    compact: bool = False
 
     def __post_init__(self) -> None:
         if not self.list_kind:
@@ -140,7 +143,8 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "Node", "nodes", False, short_names=("no",), has_status=True,
                  field_selectors=("spec.unschedulable",)),
     ResourceType("", "v1", "Pod", "pods", True, short_names=("po",), has_status=True,
-                 subresources=("status", "binding", "eviction"), categories=("all",), field_selectors=_POD_FIELDS),
+                 subresources=("status", "binding", "eviction"), categories=("all",), field_selectors=_POD_FIELDS,
+                 compact=True),
     ResourceType("", "v1", "Event", "events", True, short_names=("ev",),
                  field_selectors=_CORE_EVENT_FIELDS),
     ResourceType("events.k8s.io", "v1", "Event", "events", True, short_names=("ev",),

@@ -62,7 +62,8 @@ class Storage(ReadView):
     """All simulated cluster state. See the module docstring for the guarantees.
 
     ``now`` supplies wall time (epoch seconds) for timestamps; ``rng`` drives generated
-    names and UIDs, so a seeded run is reproducible.
+    names and UIDs, so a seeded run is reproducible. ``decoded_cache_size`` bounds how many
+    versions of each compact type (pods) stay decoded (ADR 0110).
     """
 
     def __init__(
@@ -73,9 +74,11 @@ class Storage(ReadView):
         now: Callable[[], float] = time.time,
         rng: random.Random | None = None,
         bootstrap_namespaces: bool = True,
+        decoded_cache_size: int = 32_768,
     ) -> None:
         self.registry = registry or Registry()
         self.history_size = history_size
+        self.decoded_cache_size = decoded_cache_size
         self.now = now
         self.rng = rng or random.Random()
         self._rv = 0
@@ -86,7 +89,7 @@ class Storage(ReadView):
         self._stamp_second = -1
         self._stamp = ""
         for rt in self.registry:
-            self._tables[rt.key] = Table(rt, history_size=history_size)
+            self._tables[rt.key] = Table(rt, history_size=history_size, decoded_cache_size=decoded_cache_size)
         if bootstrap_namespaces:
             for ns in _DEFAULT_NAMESPACES:
                 self.create(_NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
@@ -109,7 +112,8 @@ class Storage(ReadView):
         self.registry.register(rt)
         table = self._tables.get(rt.key)
         if table is None:
-            self._tables[rt.key] = Table(rt, history_size=self.history_size)
+            self._tables[rt.key] = Table(rt, history_size=self.history_size,
+                                         decoded_cache_size=self.decoded_cache_size)
         else:
             table.rt = rt
 
@@ -119,7 +123,7 @@ class Storage(ReadView):
         if table is None:
             return
         for doc in list(table.all_docs()):
-            meta = doc.obj["metadata"]
+            meta = doc.peek()["metadata"]
             self._remove(table, meta.get("namespace", ""), meta["name"])
         for w in list(table.watchers):
             w.close()
@@ -297,7 +301,7 @@ class Storage(ReadView):
 
     def namespace_contents(self, namespace: str) -> list[tuple[str, Obj]]:
         """``(resource key, object)`` for every object stored in ``namespace``."""
-        return [(key, doc.obj) for key, table in self._tables.items() if table.rt.namespaced
+        return [(key, doc.peek()) for key, table in self._tables.items() if table.rt.namespaced
                 for doc in list(table.by_ns.get(namespace, {}).values())]
 
     def finalize_namespace(self, name: str) -> Obj:
@@ -344,11 +348,15 @@ class Storage(ReadView):
     def _commit(self, table: Table, etype: str, ns: str, name: str, new: Obj, old: Doc | None) -> Obj:  # noqa: PLR0917
         self._rv += 1
         new["metadata"]["resourceVersion"] = str(self._rv)
-        self.interner.object(new)
-        doc = Doc(new)
+        if table.cache is None:
+            # A compact type's decoded object is short-lived: sharing its parts would not last.
+            self.interner.object(new)
+        doc = table.new_doc(new)
         table.put(ns, name, doc, old)
         self.owners.update(table.rt.key, ns, name, None if old is None else old.obj, new)
         self.feeds.publish(table, WatchEvent(etype, doc, self._rv, key=table.rt.key, old=old))
+        if old is not None:
+            old.release()
         return new
 
     def _remove(self, table: Table, ns: str, name: str, *, last: Obj | None = None) -> Obj:
@@ -359,7 +367,8 @@ class Storage(ReadView):
         final = dict(last if last is not None else removed.obj)
         final["metadata"] = {**final["metadata"], "resourceVersion": str(self._rv)}
         self.owners.update(table.rt.key, ns, name, removed.obj, None)
-        self.feeds.publish(table, WatchEvent("DELETED", Doc(final), self._rv, key=table.rt.key))
+        self.feeds.publish(table, WatchEvent("DELETED", table.new_doc(final), self._rv, key=table.rt.key))
+        removed.release()
         return final
 
     # -- watch and feeds ------------------------------------------------------------------

@@ -4,6 +4,9 @@ Objects live in ``{namespace: {name: Doc}}`` (``""`` for cluster-scoped types), 
 update and a namespace list are dict hits. Pods also carry a ``spec.nodeName`` index, which
 is what the kubelet loop and ``fieldSelector=spec.nodeName=x`` lists use.
 
+A compact type's versions keep only their encoding once they leave the table's
+``DecodedCache`` (see ``watch.Doc``).
+
 Each table keeps its own bounded change history (like kube-apiserver's per-resource watch
 cache): a burst of pod events never pushes DaemonSet events out. ``floor`` is the newest
 resourceVersion no longer replayable; a watch from an older version gets 410.
@@ -17,7 +20,7 @@ from typing import Any
 
 from dsctl_sim.registry import ResourceType
 from dsctl_sim.strategy import field_value
-from dsctl_sim.watch import Doc, Watcher, WatchEvent
+from dsctl_sim.watch import DecodedCache, Doc, Watcher, WatchEvent
 
 __all__ = ["INDEXED_FIELDS", "Table"]
 
@@ -35,8 +38,9 @@ class Table:
     field has that value (missing field = ``""``); ``_sorted`` is None or the sorted keys.
     """
 
-    def __init__(self, rt: ResourceType, *, history_size: int) -> None:
+    def __init__(self, rt: ResourceType, *, history_size: int, decoded_cache_size: int = 32_768) -> None:
         self.rt = rt
+        self.cache = DecodedCache(decoded_cache_size) if rt.compact else None
         self.by_ns: dict[str, dict[str, Doc]] = {}
         self.count = 0
         self.fields = INDEXED_FIELDS.get(rt.key, ())
@@ -53,6 +57,10 @@ class Table:
         """The current version, or None."""
         names = self.by_ns.get(namespace)
         return None if names is None else names.get(name)
+
+    def new_doc(self, obj: Obj) -> Doc:
+        """A version of ``obj`` as this table stores it (compact or not)."""
+        return Doc(obj, cache=self.cache)
 
     def put(self, namespace: str, name: str, doc: Doc, old: Doc | None) -> None:
         """Store ``doc`` as the current version, replacing ``old`` (None for a create)."""

@@ -1,7 +1,14 @@
 """Stored object versions, change events and the per-client watcher buffer.
 
-``Doc`` is one immutable version of an object plus its JSON encoding, computed at most once:
-a list of 150,000 pods and every watch stream that carries a version reuse the same bytes.
+``Doc`` is one immutable version of an object and its JSON encoding. The encoding is computed
+at most once: a list of 150,000 pods and every watch stream that carries a version reuse the
+same bytes.
+
+Most types keep the decoded object for the version's lifetime. High-volume types (pods) keep
+only the encoding: their ``Doc`` holds the decoded object while it sits in the table's
+``DecodedCache`` (the versions written or read most recently), and decodes it again on demand
+after that. A million stored pods then cost their encoding each, not a tree of dicts each
+(ADR 0110).
 
 A ``Watcher`` is what storage hands a watch request. Storage pushes every change of the
 watched type into it synchronously (``offer``); the watcher applies the namespace and
@@ -13,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -22,29 +29,99 @@ import orjson
 from dsctl_api.fields import FieldSelector
 from dsctl_api.labels import Selector
 
-__all__ = ["Doc", "WatchEvent", "Watcher"]
+__all__ = ["DecodedCache", "Doc", "WatchEvent", "Watcher"]
 
 Obj = dict[str, Any]
 
 
+def _encode(obj: Obj) -> bytes:
+    # orjson's result keeps its over-allocated buffer (~4x the JSON for a pod); an exact-size
+    # copy is what is worth keeping for the version's lifetime.
+    return bytes(memoryview(orjson.dumps(obj)))
+
+
+class DecodedCache:
+    """The decoded objects of one table's most recently written or read versions.
+
+    Holds at most ``capacity`` docs; the least recently used one gives up its decoded object
+    (its encoding stays). Readers that already hold the dict keep it: a version is immutable,
+    so a later decode gives an equal dict.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = max(1, capacity)
+        self._docs: OrderedDict[int, Doc] = OrderedDict()
+        self.decodes = 0
+
+    def keep(self, doc: Doc, obj: Obj) -> None:
+        """Hold ``obj`` as ``doc``'s decoded object, evicting the least recently used doc."""
+        doc._obj = obj
+        docs = self._docs
+        key = id(doc)
+        if key in docs:
+            docs.move_to_end(key)
+            return
+        docs[key] = doc
+        if len(docs) > self.capacity:
+            _, evicted = docs.popitem(last=False)
+            evicted._obj = None
+
+    def forget(self, doc: Doc) -> None:
+        """Drop ``doc`` (a version no longer current); its decoded object goes with the last reader."""
+        self._docs.pop(id(doc), None)
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+
 class Doc:
-    """One stored version of an object. ``obj`` is shared: never mutate it."""
+    """One stored version of an object. ``obj`` is shared: never mutate it.
 
-    __slots__ = ("_raw", "obj")
+    With ``cache`` the doc is compact: its encoding is made now and kept, and the decoded
+    object lives only while ``cache`` holds the doc (see ``DecodedCache``).
+    """
 
-    def __init__(self, obj: Obj) -> None:
-        self.obj = obj
+    __slots__ = ("_cache", "_obj", "_raw")
+
+    def __init__(self, obj: Obj, *, cache: DecodedCache | None = None) -> None:
+        self._obj: Obj | None = obj
+        self._cache = cache
         self._raw: bytes | None = None
+        if cache is not None:
+            self._raw = _encode(obj)
+            cache.keep(self, obj)
+
+    @property
+    def obj(self) -> Obj:
+        """The decoded object (decoded again from ``raw`` when the cache let it go)."""
+        obj = self._obj
+        if obj is None:
+            obj = orjson.loads(self._raw)  # type: ignore[arg-type]  # compact docs always have it
+            cache = self._cache
+            if cache is not None:
+                cache.decodes += 1
+                cache.keep(self, obj)
+        return obj
+
+    def peek(self) -> Obj:
+        """The decoded object, without keeping it decoded: for a scan (a filtered list, an old
+        version's selector match) that would otherwise push the loops' working set out."""
+        obj = self._obj
+        return obj if obj is not None else orjson.loads(self._raw)  # type: ignore[arg-type]
 
     @property
     def raw(self) -> bytes:
         """Compact JSON of ``obj``, encoded on first use and then cached."""
         raw = self._raw
         if raw is None:
-            # orjson's result keeps its over-allocated buffer (~4x the JSON for a pod); an
-            # exact-size copy is what is worth keeping for the object's lifetime.
-            raw = self._raw = bytes(memoryview(orjson.dumps(self.obj)))
+            raw = self._raw = _encode(self.obj)
         return raw
+
+    def release(self) -> None:
+        """This version stopped being current: stop caching its decoded object."""
+        if self._cache is not None:
+            self._cache.forget(self)
+            self._obj = None
 
 
 class WatchEvent:
@@ -131,7 +208,7 @@ class Watcher:
     def translate(self, ev: WatchEvent) -> WatchEvent | None:
         """The event this watcher should see for ``ev``, or None if it is filtered out."""
         if ev.type == "MODIFIED" and ev.old is not None and (self._labels or self._fields):
-            now_in, was_in = self.matches(ev.doc.obj), self.matches(ev.old.obj)
+            now_in, was_in = self.matches(ev.doc.peek()), self.matches(ev.old.peek())
             if now_in and was_in:
                 return ev
             if now_in:
@@ -139,7 +216,7 @@ class Watcher:
             if was_in:
                 return WatchEvent("DELETED", ev.doc, ev.rv, key=ev.key)
             return None
-        return ev if self.matches(ev.doc.obj) else None
+        return ev if self.matches(ev.doc.peek()) else None
 
     def offer(self, ev: WatchEvent) -> None:
         """Filter and buffer one change; called synchronously by storage."""

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from dsctl_sim.controllers import ControlPlane, FakeClock, start_control_plane
+from dsctl_sim.controllers.scheduler import prefilter_node_names
 from dsctl_sim.controllers.testing import make_node, make_pod, pin_to_node, wait_for
 from dsctl_sim.storage import Storage
 
@@ -164,7 +165,7 @@ async def test_pod_pinned_to_missing_node_waits_for_it(
     condition = await wait_for(lambda: _scheduled(storage, "p"), what="PodScheduled")
     assert condition["status"] == "False"
     assert condition["message"] == (
-        "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
+        "0/1 nodes are available: 1 node(s) didn't satisfy plugin(s) [NodeAffinity]."
     )
     storage.create("nodes", make_node("late"))
     assert await wait_for(lambda: _node_of(storage, "p"), what="binding") == "late"
@@ -194,6 +195,56 @@ async def test_failed_scheduling_is_reported_once(sim: tuple[Storage, ControlPla
     events, _ = storage.list("events", namespace="default")
     reasons = sorted((e["involvedObject"]["name"], e["reason"]) for e in events)
     assert reasons == [("fine", "Scheduled"), ("stuck", "FailedScheduling")]
+
+
+async def test_pinned_pod_filters_only_its_node(sim: tuple[Storage, ControlPlane]) -> None:
+    """A pod pinned by matchFields is filtered against its one node, never the other 999."""
+    storage, _ = sim
+    for i in range(1000):
+        storage.create("nodes", make_node(f"node-{i}"))
+    storage.create("pods", make_pod("p", affinity=pin_to_node("node-500")))
+    assert await wait_for(lambda: _node_of(storage, "p"), what="binding") == "node-500"
+    scheduler = sim[1].scheduler
+    assert scheduler is not None and scheduler.stats()["nodes_filtered"] == 1
+
+
+@pytest.mark.parametrize(
+    ("terms", "expected"),
+    [
+        pytest.param([{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a", "b"]}]},
+                      {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["c"]}]}],
+                     frozenset({"a", "b", "c"}), id="terms-united"),
+        pytest.param([{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a", "b"]},
+                                       {"key": "metadata.name", "operator": "In", "values": ["b", "c"]}]}],
+                     frozenset({"b"}), id="requirements-intersected"),
+        pytest.param([{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a"]}]},
+                      {"matchExpressions": [{"key": "zone", "operator": "Exists"}]}],
+                     None, id="a-term-without-names-allows-all"),
+        pytest.param([{"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["a"]}]}],
+                     None, id="not-in-names-nothing"),
+        pytest.param([{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a"]},
+                                       {"key": "metadata.name", "operator": "In", "values": ["b"]}]}],
+                     frozenset(), id="conflict"),
+    ],
+)
+def test_prefilter_node_names(terms: list[dict[str, Any]], expected: frozenset[str] | None) -> None:
+    """The NodeAffinity PreFilter: names intersect within a term and unite across terms."""
+    spec = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": terms}}}}
+    assert prefilter_node_names(spec) == expected
+
+
+async def test_conflicting_terms_are_reported_like_kube_scheduler(sim: tuple[Storage, ControlPlane]) -> None:
+    """Terms that together name no node give kube-scheduler's PreFilter message for every node."""
+    storage, _ = sim
+    storage.create("nodes", make_node("a"))
+    storage.create("nodes", make_node("b"))
+    terms = [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a"]},
+                              {"key": "metadata.name", "operator": "In", "values": ["b"]}]}]
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+    storage.create("pods", make_pod("p", affinity=affinity))
+    condition = await wait_for(lambda: _scheduled(storage, "p"), what="PodScheduled")
+    assert condition["message"] == "0/2 nodes are available: pod affinity terms conflict."
 
 
 async def test_burst_of_pinned_pods_on_many_nodes(sim: tuple[Storage, ControlPlane]) -> None:

@@ -366,3 +366,34 @@ def test_daemonset_template_generation_annotation() -> None:
     other = _ds("y")
     other["metadata"]["annotations"] = {key: "5"}
     assert s.create("apps/daemonsets", other, namespace="default")["metadata"]["annotations"][key] == "5"
+
+
+async def test_compact_pods_decode_again_once_the_cache_lets_them_go() -> None:
+    """A pod the decoded cache evicted reads, lists, filters and replays as it was stored."""
+    st = _storage(decoded_cache_size=2)
+    created = [st.create("pods", _pod(f"p{i}", node=f"n{i % 2}", labels={"i": str(i)}), namespace="default")
+               for i in range(6)]
+    cache = st.table("pods").cache
+    assert cache is not None and len(cache) == 2
+    assert [st.get("pods", "default", f"p{i}") for i in range(6)] == created
+    listed, _ = st.list("pods", label_selector=parse_selector("i in (0,1)"))
+    assert [p["metadata"]["name"] for p in listed] == ["p0", "p1"]
+    by_node, _ = st.list("pods", field_selector=parse_field_selector("spec.nodeName=n0"))
+    assert [p["metadata"]["name"] for p in by_node] == ["p0", "p2", "p4"]
+    w = st.watch("pods", since_rv=int(created[0]["metadata"]["resourceVersion"]) - 1,
+                 label_selector=parse_selector("i=0"))
+    assert [e.object for e in await w.next_batch(0)] == [created[0]]
+    w.close()
+
+
+def test_an_evicted_pod_serves_the_bytes_it_was_written_as() -> None:
+    """A pod's encoding is made once, when the version is written, and outlives its decoded object."""
+    st = _storage(decoded_cache_size=1)
+    pod = st.create("pods", _pod("p"), namespace="default")
+    doc = st.get_doc("pods", "default", "p")
+    assert doc is not None
+    raw = doc.raw
+    st.create("pods", _pod("q"), namespace="default")
+    again = st.get_doc("pods", "default", "p")
+    assert again is not None and again.raw is raw
+    assert st.get("pods", "default", "p") == pod

@@ -94,13 +94,17 @@ def node_ip(node: Mapping[str, Any]) -> str:
     return f"172.16.{digest[0]}.{digest[1] or 1}"
 
 
-@functools.lru_cache(maxsize=8192)
-def _pod_network(cidr: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+# One entry per node's podCIDR: sized for the largest clusters, so a pod start never parses one.
+@functools.lru_cache(maxsize=1 << 17)
+def _pod_network(cidr: str) -> tuple[int, int, int] | None:
+    """(first address as an int, number of addresses, IP version) of a CIDR with room for pods."""
     try:
         network = ipaddress.ip_network(cidr, strict=False)
     except ValueError:
         return None
-    return network if network.num_addresses >= 4 else None
+    if network.num_addresses < 4:
+        return None
+    return int(network.network_address), network.num_addresses, network.version
 
 
 def pod_ip(pod_cidr: str | None, serial: int) -> str:
@@ -108,8 +112,11 @@ def pod_ip(pod_cidr: str | None, serial: int) -> str:
     (skipping the network and first address), else in 100.64.0.0/10, clear of node IPs."""
     network = _pod_network(pod_cidr) if pod_cidr else None
     if network is not None:
-        usable = network.num_addresses - 3
-        return str(network.network_address + 2 + serial % usable)
+        first, size, version = network
+        n = first + 2 + serial % (size - 3)
+        if version == 4:
+            return f"{n >> 24}.{(n >> 16) & 255}.{(n >> 8) & 255}.{n & 255}"
+        return str(ipaddress.IPv6Address(n))
     n = serial % ((1 << 22) - 2) + 1
     return f"100.{64 + (n >> 16)}.{(n >> 8) & 255}.{n & 255}"
 

@@ -5,10 +5,12 @@ required node affinity, untolerated ``NoSchedule``/``NoExecute`` taints, and
 ``spec.unschedulable`` unless the pod tolerates ``node.kubernetes.io/unschedulable:NoSchedule``.
 Resources, ports and preferred terms are ignored; among fitting nodes the choice rotates.
 
-Scale: DaemonSet pods name their node through a ``matchFields metadata.name In [node]``
-affinity term. For such pods the scheduler looks those nodes up directly instead of filtering
-every node, so a burst of thousands of DaemonSet pods on 5,000 nodes costs thousands of dict
-lookups, not millions of filter calls. Other pods are filtered against an in-memory node cache.
+Scale: kube-scheduler's NodeAffinity PreFilter turns required terms that name nodes through
+``matchFields metadata.name In [...]`` into the set of node names the pod can use, and only
+those nodes are filtered; every other node counts as "didn't satisfy plugin(s)
+[NodeAffinity]". The simulator does the same (``prefilter_node_names``), so a DaemonSet pod
+costs a dict lookup for its one node whether the cluster has ten nodes or 100,000 (ADR
+0111). Other pods are filtered against an in-memory node cache.
 
 A pod that fits nowhere gets ``PodScheduled=False`` (reason ``Unschedulable``) and waits: pods
 pinned to nodes wait on exactly those nodes' changes, the rest retry (at most once a second)
@@ -18,7 +20,7 @@ when any node changes.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import structlog
@@ -34,7 +36,7 @@ from dsctl_sim.controllers.worker import WorkLoop
 from dsctl_sim.errors import Conflict, NotFound, StorageError
 from dsctl_sim.storage import Storage
 
-__all__ = ["DEFAULT_SCHEDULER", "Scheduler", "pinned_node_names"]
+__all__ = ["DEFAULT_SCHEDULER", "NOT_IN_PREFILTER", "TERMS_CONFLICT", "Scheduler", "prefilter_node_names"]
 
 log = structlog.get_logger(__name__)
 
@@ -42,13 +44,20 @@ DEFAULT_SCHEDULER = "default-scheduler"
 _UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 _BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 _RETRY_ANY_SECONDS = 1.0
+_AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
+
+NOT_IN_PREFILTER = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
+"""kube-scheduler's status for every node the NodeAffinity PreFilter result leaves out."""
+TERMS_CONFLICT = "pod affinity terms conflict"
+"""kube-scheduler's PreFilter rejection when every term names nodes and together they name none."""
 
 
-def pinned_node_names(spec: Mapping[str, Any]) -> set[str] | None:
-    """Node names the pod's required affinity limits it to, or None when it is not pinned.
+def prefilter_node_names(spec: Mapping[str, Any]) -> frozenset[str] | None:
+    """The node names the pod's required affinity limits it to; None when any node may do.
 
-    A pod is pinned when every required term carries a ``matchFields metadata.name In``
-    requirement; the union of those names is then a superset of the nodes it can use.
+    As kube-scheduler's NodeAffinity PreFilter: within a term the ``metadata.name In``
+    requirements intersect, the terms' sets are united, and one term without such a
+    requirement lets every node through. An empty set means the terms conflict.
     """
     terms = required_terms(spec)
     if not terms:
@@ -69,7 +78,7 @@ def pinned_node_names(spec: Mapping[str, Any]) -> set[str] | None:
         if pinned is None:
             return None
         names |= pinned
-    return names
+    return frozenset(names)
 
 
 def _reject_reason(spec: Mapping[str, Any], node: Mapping[str, Any]) -> str | None:
@@ -81,7 +90,7 @@ def _reject_reason(spec: Mapping[str, Any], node: Mapping[str, Any]) -> str | No
     ):
         return "node(s) were unschedulable"
     if not required_node_affinity_matches(spec, node):
-        return "node(s) didn't match Pod's node affinity/selector"
+        return _AFFINITY_MISMATCH
     taint = find_untolerated(node_spec.get("taints"), tolerations, _BLOCKING_EFFECTS)
     if taint is not None:
         return f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value') or ''}}}"
@@ -117,6 +126,7 @@ class Scheduler(WorkLoop[PodKey]):
         self._retry_armed = False
         self._turn = 0
         self.bound = 0
+        self.filtered = 0
 
     def register(self, feeds: Feeds) -> None:
         """Listen to pod and node changes."""
@@ -125,7 +135,7 @@ class Scheduler(WorkLoop[PodKey]):
 
     def stats(self) -> dict[str, int]:
         """Work counters plus what this loop has done."""
-        return {**super().stats(), "bound": self.bound}
+        return {**super().stats(), "bound": self.bound, "nodes_filtered": self.filtered}
 
     # -- handlers ---------------------------------------------------------------------------
 
@@ -174,15 +184,20 @@ class Scheduler(WorkLoop[PodKey]):
         if pod is None or not self._wants(pod):
             return
         spec = pod.get("spec") or {}
-        pinned = pinned_node_names(spec)
-        candidates: Iterable[Mapping[str, Any]]
-        if pinned is not None:
-            found = (self._storage.get("nodes", None, n) for n in sorted(pinned))
+        names = prefilter_node_names(spec)
+        reasons: Counter[str] = Counter()
+        total = self._storage.count("nodes")
+        if names is not None and not names:
+            self._mark_unschedulable(key, pod, total, reasons, prefilter=TERMS_CONFLICT)
+            return  # no node can ever fit: only a change to the pod itself retries it
+        candidates: list[Mapping[str, Any]]
+        if names is not None:
+            found = (self._storage.get("nodes", None, n) for n in sorted(names))
             candidates = [n for n in found if n is not None]
         else:
             candidates = list(self._nodes.values())
+        self.filtered += len(candidates)
         fits: list[Mapping[str, Any]] = []
-        reasons: Counter[str] = Counter()
         for node in candidates:
             reason = _reject_reason(spec, node)
             if reason is None:
@@ -194,13 +209,13 @@ class Scheduler(WorkLoop[PodKey]):
             chosen = fits[self._turn % len(fits)]
             self._bind(key, pod, str(meta(chosen).get("name")))
             return
-        total = max(len(self._nodes), sum(reasons.values()))
-        unmatched = total - sum(reasons.values())
-        if unmatched > 0:
-            reasons["node(s) didn't match Pod's node affinity/selector"] += unmatched
+        if names is None:
+            total = len(candidates)  # the scheduler's own snapshot of the nodes
+        elif total > len(candidates):
+            reasons[NOT_IN_PREFILTER] += total - len(candidates)
         self._mark_unschedulable(key, pod, total, reasons)
-        if pinned is not None:
-            for node_name in pinned:
+        if names is not None:
+            for node_name in names:
                 self._waiting_on.setdefault(node_name, set()).add(key)
         else:
             self._waiting_any.add(key)
@@ -228,9 +243,11 @@ class Scheduler(WorkLoop[PodKey]):
             )
 
     def _mark_unschedulable(
-        self, key: PodKey, pod: dict[str, Any], total: int, reasons: Counter[str]
+        self, key: PodKey, pod: dict[str, Any], total: int, reasons: Counter[str], *, prefilter: str = ""
     ) -> None:
-        detail = ", ".join(f"{count} {why}" for why, count in sorted(reasons.items()))
+        # kube-scheduler's FitError text: a PreFilter rejection speaks for every node, otherwise
+        # each reason with its node count, the "<count> <reason>" strings sorted as strings.
+        detail = prefilter or ", ".join(sorted(f"{count} {why}" for why, count in reasons.items()))
         message = f"0/{total} nodes are available: {detail}." if detail else (
             f"0/{total} nodes are available."
         )

@@ -8,6 +8,7 @@ them in place. ``status_update`` and ``spec_update`` build the object to send to
 from __future__ import annotations
 
 import copy
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,9 +34,10 @@ def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def pod_key(pod: Mapping[str, Any]) -> PodKey:
-    """``namespace/name`` for a pod."""
+    """``namespace/name`` for a pod, interned: every loop that remembers a pod by its key
+    shares one string, which is worth a few hundred bytes a pod at a million pods."""
     m = meta(pod)
-    return f"{m.get('namespace') or 'default'}/{m.get('name') or ''}"
+    return sys.intern(f"{m.get('namespace') or 'default'}/{m.get('name') or ''}")
 
 
 def split_pod_key(key: PodKey) -> tuple[str, str]:

@@ -72,21 +72,27 @@ INT_FIELDS: dict[str, tuple[tuple[str, str, str], ...]] = {
 }
 
 
-def _values(obj: Any, steps: list[str]) -> Iterator[Any]:
-    if not steps:
-        yield obj
-        return
-    step, rest = steps[0], steps[1:]
-    many = step.endswith("[]")
-    name = step[:-2] if many else step
-    if not isinstance(obj, Mapping) or obj.get(name) is None:
-        return
-    value = obj[name]
-    if many:
-        for item in value if isinstance(value, list) else ():
-            yield from _values(item, rest)
-    else:
-        yield from _values(value, rest)
+def _values(obj: Any, steps: tuple[tuple[str, bool], ...], at: int = 0) -> Iterator[Any]:
+    # Plain ``dict``/``list`` checks: bodies come from a JSON decoder, and this walk runs on every
+    # write, where an ``isinstance(..., Mapping)`` check costs more than the rest of the step.
+    for index in range(at, len(steps)):
+        name, many = steps[index]
+        if not isinstance(obj, dict):
+            return
+        value = obj.get(name)
+        if value is None:
+            return
+        if many:
+            if isinstance(value, list):
+                for item in value:
+                    yield from _values(item, steps, index + 1)
+            return
+        obj = value
+    yield obj
+
+
+def _compile(path: str) -> tuple[tuple[str, bool], ...]:
+    return tuple((step.removesuffix("[]"), step.endswith("[]")) for step in path.split("."))
 
 
 def _json_kind(value: Any) -> str:
@@ -106,11 +112,62 @@ def _json_kind(value: Any) -> str:
     return "object"
 
 
+_COMPILED: dict[str, tuple[tuple[str, tuple[tuple[str, bool], ...], str, str], ...]] = {
+    key: tuple((path, _compile(path), struct, go_type) for path, struct, go_type in fields)
+    for key, fields in INT_FIELDS.items()
+}
+
+_Trie = dict[str, tuple[bool, "_Trie", str | None]]
+"""Field name -> (a list to step into, the fields below, the Go type when the field is a leaf)."""
+
+
+def _trie(fields: tuple[tuple[str, str, str], ...]) -> _Trie:
+    root: _Trie = {}
+    for path, _, go_type in fields:
+        node = root
+        steps = _compile(path)
+        for depth, (name, many) in enumerate(steps):
+            leaf = go_type if depth == len(steps) - 1 else None
+            _, children, known = node.get(name, (many, {}, None))
+            node[name] = (many, children, leaf or known)
+            node = children
+    return root
+
+
+_TRIES: dict[str, _Trie] = {key: _trie(fields) for key, fields in INT_FIELDS.items()}
+
+
+def _all_fit(obj: dict[str, Any], trie: _Trie) -> bool:
+    """Whether every listed integer under ``obj`` fits its type: one walk over the fields present."""
+    for name, (many, children, go_type) in trie.items():
+        value = obj.get(name)
+        if value is None:
+            continue
+        if many:
+            if not isinstance(value, list):
+                continue
+            items: list[Any] | tuple[Any] = value
+        else:
+            items = (value,)
+        for item in items:
+            if go_type is not None:
+                low, high = _RANGES[go_type]
+                if not (isinstance(item, int) and not isinstance(item, bool) and low <= item <= high):
+                    return False
+            if children and isinstance(item, dict) and not _all_fit(item, children):
+                return False
+    return True
+
+
 def decode_error(key: str, obj: Mapping[str, Any]) -> str | None:
     """encoding/json's error for the first listed integer field ``obj`` cannot hold; None if all fit."""
-    for path, struct, go_type in INT_FIELDS.get(key, ()):
+    trie = _TRIES.get(key)
+    if trie is None or (isinstance(obj, dict) and _all_fit(obj, trie)):
+        return None
+    # Something does not fit: name the first listed field that does not, in the table's order.
+    for path, steps, struct, go_type in _COMPILED[key]:
         low, high = _RANGES[go_type]
-        for value in _values(obj, path.split(".")):
+        for value in _values(obj, steps):
             if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high:
                 continue
             field = path.replace("[]", "")

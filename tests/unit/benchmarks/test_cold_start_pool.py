@@ -1,4 +1,4 @@
-"""The pooled cold-start ratio: pure statistics over recorded rounds."""
+"""The pooled cold-start ratio: rounds read from result files, grouped and summarized."""
 
 from __future__ import annotations
 
@@ -7,68 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cold_start_pool import (
-    Round,
-    bootstrap_interval,
-    geometric_mean_ratio,
-    load_sources,
-    pearson,
-    pool,
-    ratio_of_medians,
-    round_rates,
-    rounds_of,
-)
 
-
-@pytest.mark.parametrize(("rounds", "expected"), [
-    ([(100.0, 80.0)], 0.8),
-    ([(100.0, 80.0), (200.0, 160.0)], 0.8),
-    # 0.5 and 2.0 average to 1 in logs, not 1.25 as plain ratios would.
-    ([(100.0, 50.0), (100.0, 200.0)], 1.0),
-])
-def test_geometric_mean_ratio(rounds: list[Round], expected: float) -> None:
-    assert geometric_mean_ratio(rounds) == pytest.approx(expected)
-
-
-@pytest.mark.parametrize(("rounds", "expected"), [
-    ([(100.0, 80.0)], 0.8),
-    # medians 200 and 150, whichever rounds they came from
-    ([(100.0, 150.0), (200.0, 100.0), (300.0, 160.0)], 0.75),
-])
-def test_ratio_of_medians(rounds: list[Round], expected: float) -> None:
-    assert ratio_of_medians(rounds) == pytest.approx(expected)
-
-
-def test_bootstrap_interval_of_a_constant_ratio_is_that_ratio() -> None:
-    rounds = [(float(base), base * 0.8) for base in (900, 1000, 1300, 1700)]
-    low, high = bootstrap_interval(rounds, geometric_mean_ratio, samples=500)
-    assert low == pytest.approx(0.8)
-    assert high == pytest.approx(0.8)
-
-
-def test_bootstrap_interval_brackets_the_estimate_and_is_reproducible() -> None:
-    rounds = [(1000.0, 700.0), (1200.0, 1000.0), (900.0, 850.0), (1500.0, 1100.0), (1100.0, 800.0)]
-    first = bootstrap_interval(rounds, geometric_mean_ratio, samples=800, seed=3)
-    assert first == bootstrap_interval(rounds, geometric_mean_ratio, samples=800, seed=3)
-    assert first[0] < geometric_mean_ratio(rounds) < first[1]
-    narrow = bootstrap_interval(rounds, geometric_mean_ratio, samples=800, seed=3, level=0.5)
-    assert first[0] <= narrow[0] <= narrow[1] <= first[1]
-
-
-def test_bootstrap_interval_needs_rounds() -> None:
-    with pytest.raises(ValueError, match="no rounds"):
-        bootstrap_interval([], geometric_mean_ratio)
-
-
-@pytest.mark.parametrize(("xs", "ys", "expected"), [
-    ([1.0, 2.0, 3.0], [2.0, 4.0, 6.0], 1.0),
-    ([1.0, 2.0, 3.0], [3.0, 2.0, 1.0], -1.0),
-    ([1.0, 2.0, 3.0], [5.0, 5.0, 5.0], None),
-    ([1.0], [1.0], None),
-])
-def test_pearson(xs: list[float], ys: list[float], expected: float | None) -> None:
-    got = pearson(xs, ys)
-    assert got == (None if expected is None else pytest.approx(expected))
+from benchmarks.cold_start_pool import load_sources, pool, round_rates, rounds_of
 
 
 def _summary(raw: float | None, ctl: float | None, **extra: float) -> dict[str, Any]:
@@ -81,6 +21,7 @@ def _summary(raw: float | None, ctl: float | None, **extra: float) -> dict[str, 
 
 
 def test_rounds_of_reads_the_round_summaries_and_skips_incomplete_rounds() -> None:
+    """A round counts only when it ran both the baseline and the measured phase."""
     result = {"nodes": 5000, "rounds": [_summary(1000, 800, raw_slowstart_owned=900), _summary(None, 700),
                                         _summary(1100, None), _summary(1200, 960, raw_slowstart_owned=1000)]}
     assert rounds_of(result) == [(1000.0, 800.0), (1200.0, 960.0)]
@@ -96,14 +37,17 @@ def test_rounds_of_reads_the_round_summaries_and_skips_incomplete_rounds() -> No
     ({"raw_creates_per_second": None, "controller_default": {"creates_per_second": None}}, {}),
 ])
 def test_round_rates_names_each_phase(summary: dict[str, Any], expected: dict[str, float]) -> None:
+    """Raw phases' rates are flat keys, controller phases' nested; a phase without a rate is left out."""
     assert round_rates(summary) == expected
 
 
 def test_rounds_of_a_result_without_rounds_is_empty() -> None:
+    """A result without round summaries gives no rounds."""
     assert rounds_of({"nodes": 1000, "raw": {"sim_log": {"creates_per_second": 1200.0}}}) == []
 
 
 def test_pool_groups_by_label_and_node_count() -> None:
+    """Rounds pool by label and node count, with the geometric mean inside its interval."""
     def result(nodes: int, *pairs: tuple[float, float]) -> dict[str, Any]:
         return {"nodes": nodes, "rounds": [_summary(raw, ctl) for raw, ctl in pairs]}
 
@@ -120,12 +64,11 @@ def test_pool_groups_by_label_and_node_count() -> None:
     assert five["ratio_of_medians"] == pytest.approx(0.8)
     assert five["per_round_at_or_above_goal"] == pytest.approx(0.667, abs=1e-3)
     assert five["geometric_mean_ci90"][0] <= five["geometric_mean"] <= five["geometric_mean_ci90"][1]
-    # the baseline never varies here, so there is no correlation to report
-    assert five["correlation_baseline_ratio"] is None
     assert pooled["shared 5000"]["geometric_mean"] == pytest.approx(0.5)
 
 
 def test_load_sources_labels_files_and_counts_each_once_per_label(tmp_path: Path) -> None:
+    """A file matched by two globs of one label counts once."""
     for name, nodes in (("run-a-5000.json", 5000), ("run-b-5000.json", 5000), ("run-c-1000.json", 1000)):
         (tmp_path / name).write_text(json.dumps({"nodes": nodes, "rounds": [_summary(1000, 800)]}))
     sources = load_sources([f"x={tmp_path}/run-*.json", f"x={tmp_path}/run-a-*.json", f"{tmp_path}/run-c-*.json"])
@@ -136,5 +79,6 @@ def test_load_sources_labels_files_and_counts_each_once_per_label(tmp_path: Path
 
 
 def test_load_sources_refuses_a_glob_that_matches_nothing(tmp_path: Path) -> None:
+    """A glob that matches no file stops the pooling."""
     with pytest.raises(SystemExit, match="no result file"):
         load_sources([f"{tmp_path}/missing-*.json"])

@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from common import CONTROLLER_PATH, controller, controller_tree
+
+from benchmarks.harness.cluster import controller
+from benchmarks.harness.results import CONTROLLER_PATH, controller_tree
 
 
 def _tree(root: Path) -> Path:

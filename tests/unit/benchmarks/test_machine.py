@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from machine import Steal, spread, timing_summary
+
+from benchmarks.harness.machine import Steal, spread, timing_summary
 
 PROC_STAT = """cpu  74157 2899 9704 224031 308 0 1525 23 0 0
 cpu0 37000 1400 4800 112000 150 0 760 11 0 0

@@ -1,6 +1,6 @@
 """Run a module under cProfile, profiling only between two signals.
 
-``python benchmarks/cprofiled.py OUT -m MODULE [ARGS...]`` runs ``MODULE`` as ``__main__``
+``python benchmarks/harness/cprofiled.py OUT -m MODULE [ARGS...]`` runs ``MODULE`` as ``__main__``
 (as ``python -m MODULE ARGS...`` would). ``SIGUSR1`` starts the profiler, ``SIGUSR2`` stops it
 and writes the stats (``pstats`` format) to ``OUT``. The benchmark sends both around the
 window it measures, so start-up and the initial lists stay out of the profile.
