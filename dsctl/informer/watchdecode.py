@@ -38,6 +38,8 @@ import msgspec
 import orjson
 
 from dsctl.informer.projections import (
+    POD_SPECS,
+    POD_STATUSES,
     READY_CONDITIONS,
     RESTART_COUNTS,
     PodProjection,
@@ -279,6 +281,9 @@ def lean_pod_decoder(
     affinities, affinity_miss = _AFFINITY.table.get, _AFFINITY.get
     ready, ready_miss = READY_CONDITIONS.table.get, ready_condition
     restarts, restarts_miss = RESTART_COUNTS.table.get, restart_counts
+    # Keyed as spec_key and status_key key them: the schema makes nodeName and phase strings.
+    specs, specs_put = POD_SPECS.table.get, POD_SPECS.put
+    statuses, statuses_put = POD_STATUSES.table.get, POD_STATUSES.put
 
     def project_pod(pod: Obj) -> Obj:
         """PodProjection's rules, field by field, on the schema-decoded pod, whose dicts
@@ -333,6 +338,9 @@ def lean_pod_decoder(
                     del spec["affinity"]
                 else:
                     spec["affinity"] = value
+            # Every DaemonSet's pod on one node has this spec: share it (nodeName is a str here).
+            shared = (spec.get("nodeName"), id(spec.get("affinity")))
+            pod["spec"] = specs(shared) or specs_put(shared, spec)
         status = pod.get("status", _ABSENT)
         if status is None:
             del pod["status"]
@@ -356,6 +364,9 @@ def lean_pod_decoder(
                     pairs = tuple([(c.name, c.restartCount) for c in containers
                                    if c.name is not None])
                 status["containerStatuses"] = restarts(pairs) or restarts_miss(pairs)
+            alike = (status.get("phase"), id(status.get("conditions")),
+                     id(status.get("containerStatuses")))
+            pod["status"] = statuses(alike) or statuses_put(alike, status)
         return pod
 
     def decode(line: bytes | memoryview) -> WatchEvent:
