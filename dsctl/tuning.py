@@ -20,6 +20,7 @@ __all__ = [
     "GONE_SECONDS",
     "JOIN_HOLD_SECONDS",
     "JOIN_RECHECK_SECONDS",
+    "LIST_APPLY_SLICE",
     "RECOUNT_SECONDS",
     "RELIST_YIELD_EVERY",
     "SPLICE_FROM",
@@ -90,6 +91,11 @@ GC_THRESHOLDS = (50_000, 50, 100)
 """The cyclic garbage collector's (young, middle, old) thresholds: the caches hold millions of
 acyclic containers, and with Python's defaults the collector rescans them over and over, so
 collections are made rare and the caches frozen after the first list (ADR 0015)."""
+
+LIST_APPLY_SLICE = 100
+"""A listed page is written to the store and handed to the handlers in slices of this many
+objects, yielding to the event loop between slices: the next page's request goes out and is
+answered meanwhile, and a large page never stalls the workers for long (ADR 0205)."""
 
 RELIST_YIELD_EVERY = 2000
 """A relist hands the deletions it found to the handlers in slices of this many, yielding to the

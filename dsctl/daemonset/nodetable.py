@@ -26,6 +26,7 @@ A table built from scratch and a table updated step by step over the same histor
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -312,11 +313,32 @@ def _lone_create(outcome: NodeOutcome) -> bool:
 
 
 def _resorted(nodes: tuple[str, ...], leaving: set[str], joining: set[str]) -> tuple[str, ...]:
-    """The sorted ``nodes`` less ``leaving`` plus ``joining`` (disjoint from what stays), sorted."""
+    """The sorted ``nodes`` less ``leaving`` plus ``joining`` (disjoint from what stays), sorted.
+
+    A DaemonSet being created on 100,000 nodes has that many in ``creating``, and each sync
+    takes a burst out: the leaving nodes are found by bisection and the rest copied in slices,
+    never tested one by one."""
     if not leaving and not joining:
         return nodes
-    kept = [n for n in nodes if n not in leaving] if leaving else list(nodes)
+    kept = _without(nodes, leaving) if leaving else list(nodes)
     if joining:
         kept.extend(joining)
         kept.sort()  # one sorted run plus a short tail: the sort only sorts the tail and merges
     return tuple(kept)
+
+
+def _without(nodes: tuple[str, ...], leaving: set[str]) -> list[str]:
+    """The sorted ``nodes`` less ``leaving`` (which may name nodes not among them)."""
+    cuts = []
+    for node in leaving:
+        at = bisect_left(nodes, node)
+        if at < len(nodes) and nodes[at] == node:
+            cuts.append(at)
+    cuts.sort()
+    kept: list[str] = []
+    start = 0
+    for at in cuts:
+        kept.extend(nodes[start:at])
+        start = at + 1
+    kept.extend(nodes[start:])
+    return kept

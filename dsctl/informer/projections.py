@@ -11,8 +11,10 @@ Two more savings (``benchmarks/informer_memory.py`` measures them; ADR 0006):
   are interned, so 150,000 copies of ``controller-revision-hash`` cost one string;
 - sub-objects that are equal across many pods are **shared**: the labels of the pods of one
   DaemonSet revision, their ownerReferences, the target-node affinity of all pods on one node,
-  and equal Ready conditions. Each is looked up in a bounded canonicalization table, so a
-  projected pod owns only its top-level dicts and its unique strings.
+  and equal Ready conditions; then the whole kept ``spec`` of the pods on one node, and the
+  whole kept ``status`` of pods Ready since the same moment (ADR 0206). Each is looked up in a
+  bounded canonicalization table, so a projected pod owns only two dicts (itself and its
+  metadata) and its unique strings.
 
 Kept for pods (and ``apiVersion``/``kind``, which informers always fill in):
 
@@ -45,6 +47,8 @@ from typing import Any
 import orjson
 
 __all__ = [
+    "POD_SPECS",
+    "POD_STATUSES",
     "READY_CONDITIONS",
     "RESTART_COUNTS",
     "PodProjection",
@@ -58,26 +62,43 @@ __all__ = [
     "restart_counts",
     "shared_labels",
     "shared_owner_refs",
+    "shared_spec",
+    "shared_status",
+    "spec_key",
+    "status_key",
 ]
 
 Obj = dict[str, Any]
 _intern = sys.intern
 _str = str
+_CONTAINERS = (dict, list)
+
+
+def _refcounts(table: dict[Hashable, Any]) -> list[int]:
+    return [sys.getrefcount(value) for value in table.values()]
+
+
+_ONLY_THE_TABLES = _refcounts({None: {}})[0]
+"""What :func:`_refcounts` reports for a value that nothing but its table holds."""
 
 
 class SharedValues:
     """A bounded table of canonical read-only values, so equal sub-objects are stored once.
 
-    When it holds ``max_entries`` values it is emptied: values already handed out stay valid
-    (they are ordinary objects), only future sharing restarts. That bounds the table under
-    churn without any bookkeeping per object.
+    When it holds ``max_entries`` values it is swept: the containers that something besides
+    the table still holds (a cached object, another table's value) stay, the rest go, and the
+    bound becomes twice what stayed (never below ``min_entries``). So a table keyed by node
+    (100,000 nodes, one value each) keeps sharing at any cluster size, while values of departed
+    nodes and old revisions go. Values handed out stay valid either way (they are ordinary
+    objects); the sweep costs one pass, at most once per as many insertions as it kept.
     """
 
     def __init__(self, max_entries: int = 100_000) -> None:
+        self.min_entries = max_entries
         self.max_entries = max_entries
         self.table: dict[Hashable, Any] = {}
         """Read-only for callers: a hot path may look a key up here directly (the dict is
-        never replaced, only emptied), and call :meth:`get` or :meth:`put` on a miss."""
+        never replaced, only swept), and call :meth:`get` or :meth:`put` on a miss."""
 
     def get(self, key: Hashable, make: Callable[[], Any]) -> Any:
         """The canonical value for ``key``, built by ``make()`` the first time."""
@@ -89,9 +110,19 @@ class SharedValues:
     def put(self, key: Hashable, value: Any) -> Any:
         """Make ``value`` the canonical value for ``key`` (absent until now); return it."""
         if len(self.table) >= self.max_entries:
-            self.table.clear()
+            self.sweep()
         self.table[key] = value
         return value
+
+    def sweep(self) -> None:
+        """Drop every value held by nothing but this table; bound the table at twice the rest."""
+        table = self.table
+        counts = _refcounts(table)
+        kept = [(key, value) for (key, value), count in zip(table.items(), counts, strict=True)
+                if count > _ONLY_THE_TABLES and value.__class__ in _CONTAINERS]
+        table.clear()
+        table.update(kept)
+        self.max_entries = max(self.min_entries, 2 * len(kept))
 
     def __len__(self) -> int:
         return len(self.table)
@@ -109,10 +140,60 @@ _OWNERS = SharedValues()
 _READY = SharedValues()
 _AFFINITY = SharedValues()
 _RESTARTS = SharedValues()
+_SPECS = SharedValues()
+_STATUSES = SharedValues()
 READY_CONDITIONS = _READY
 """Ready conditions by ``(status, lastTransitionTime)`` (see :func:`ready_condition`)."""
 RESTART_COUNTS = _RESTARTS
 """containerStatuses lists by their ``(name, restartCount)`` pairs (see :func:`restart_counts`)."""
+POD_SPECS = _SPECS
+"""Projected pod specs by :func:`spec_key` (see :func:`shared_spec`)."""
+POD_STATUSES = _STATUSES
+"""Projected pod statuses by :func:`status_key` (see :func:`shared_status`)."""
+
+
+def spec_key(node: Any, affinity: Any) -> tuple[Any, int] | None:
+    """The key of a projected pod spec holding this nodeName and kept affinity (None for
+    absent), or None when it is not shared (a nodeName that is not a string).
+
+    The affinity, itself a shared value, is named by its identity: the table's value holds
+    it, so no other object has that identity while the key is in the table."""
+    if node is not None and node.__class__ is not _str:
+        return None
+    return node, id(affinity)
+
+
+def shared_spec(spec: Obj) -> Obj:
+    """The shared copy of a projected pod spec: the pods of every DaemonSet on one node have
+    equal ones (the node's name, and the affinity that targets it)."""
+    key = spec_key(spec.get("nodeName"), spec.get("affinity"))
+    if key is None:
+        return spec
+    found = _SPECS.table.get(key)
+    if found is None:
+        found = _SPECS.put(key, spec)
+    return found  # type: ignore[no-any-return]
+
+
+def status_key(phase: Any, conditions: Any, containers: Any) -> tuple[Any, int, int] | None:
+    """The key of a projected pod status holding this phase, kept conditions and container
+    restart counts (None for absent; the last two are shared values, named by identity as in
+    :func:`spec_key`), or None when it is not shared (a phase that is not a string)."""
+    if phase is not None and phase.__class__ is not _str:
+        return None
+    return phase, id(conditions), id(containers)
+
+
+def shared_status(status: Obj) -> Obj:
+    """The shared copy of a projected pod status: pods that became Ready in the same second
+    with equal restart counts have equal ones."""
+    key = status_key(status.get("phase"), status.get("conditions"), status.get("containerStatuses"))
+    if key is None:
+        return status
+    found = _STATUSES.table.get(key)
+    if found is None:
+        found = _STATUSES.put(key, status)
+    return found  # type: ignore[no-any-return]
 
 
 def shared_labels(labels: Any) -> Obj | None:
@@ -313,7 +394,7 @@ class PodProjection:
             affinity = affinity_of(spec.get("affinity"))
             if affinity is not None:
                 kept_spec["affinity"] = affinity
-            out["spec"] = kept_spec
+            out["spec"] = shared_spec(kept_spec)
         status = pod.get("status")
         if status.__class__ is dict:
             kept_status: Obj = {}
@@ -326,7 +407,7 @@ class PodProjection:
             restarts = _restart_counts(status)
             if restarts is not None:
                 kept_status["containerStatuses"] = restarts
-            out["status"] = kept_status
+            out["status"] = shared_status(kept_status)
         return out
 
 

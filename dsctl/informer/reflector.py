@@ -1,7 +1,8 @@
 """The reflector: keeps a :class:`~dsctl.informer.store.Store` equal to the server's state.
 
 Cycle: list (paginated, ``limit`` per page, following ``continue``, each page written to the
-store as it arrives; see :meth:`Reflector._list`), drop what the list no longer holds, then
+store as it arrives while the next one is fetched; see :meth:`Reflector._list`), drop what the
+list no longer holds, then
 watch from the list's resourceVersion with bookmarks, applying each event to the store and then
 notifying the sink. When a watch ends (server timeout, dropped connection, silence longer than
 ``inactivity_timeout``) it re-watches from the last resourceVersion seen, events and bookmarks
@@ -30,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -38,18 +39,19 @@ import structlog
 
 from dsctl.informer.metrics import InformerMetrics
 from dsctl.informer.store import Replacement, ReplaceResult, Store, object_key
-from dsctl.informer.watchdecode import WatchEvent, event_decoder
+from dsctl.informer.watchdecode import ListPage, PageDecoder, WatchEvent, event_decoder
 from dsctl.kube.errors import ApiError, ConnectionFailed, Gone, TooManyRequests
 from dsctl.kube.ratelimit import Backoff
 from dsctl.kube.resources import Resource
 from dsctl.kube.transport import gc_paused
 from dsctl.kube.watch import LineDecoder, RunDecoder
-from dsctl.tuning import RELIST_YIELD_EVERY
+from dsctl.tuning import LIST_APPLY_SLICE, RELIST_YIELD_EVERY
 
 __all__ = [
     "INITIAL_EVENTS_END",
     "BatchListerWatcher",
     "ListerWatcher",
+    "PageLister",
     "Reflector",
     "Sink",
     "is_too_large_resource_version",
@@ -128,6 +130,24 @@ class BatchListerWatcher(ListerWatcher, Protocol):
     ) -> AsyncGenerator[list[_T], None]: ...
 
 
+@runtime_checkable
+class PageLister(Protocol):
+    """A client that also lists a page into what a decoder of the raw body makes of it
+    (``KubeClient`` does): the reflector's list path, which builds only the cached fields."""
+
+    def list_page(
+        self,
+        res: Resource,
+        *,
+        decode: PageDecoder,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_: str | None = None,
+    ) -> Awaitable[ListPage]: ...
+
+
 class Sink(Protocol):
     """Receives changes after they are in the store (the informer's handler fan-out)."""
 
@@ -151,6 +171,12 @@ def _rv_of(obj: Any) -> str | None:
     meta = obj.get("metadata") if isinstance(obj, dict) else None
     rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
     return rv if isinstance(rv, str) and rv else None
+
+
+def _discard_outcome(task: asyncio.Task[Any]) -> None:
+    """Retrieve an abandoned task's failure, so that it is not reported as never retrieved."""
+    if not task.cancelled():
+        task.exception()
 
 
 def is_too_large_resource_version(exc: Exception) -> bool:
@@ -231,6 +257,7 @@ class Reflector:
         self._kind = resource.kind
         self._decode = event_decoder(store.transform, prepare=self._prepare,
                                      api_version=resource.api_version, kind=resource.kind)
+        self._page_lister = client if isinstance(client, PageLister) else None
 
     # -- loop ----------------------------------------------------------------------------
 
@@ -327,8 +354,8 @@ class Reflector:
         """List page by page into the store, then drop what the list did not contain.
 
         Each page is projected and written to the store as it arrives, and its changes are
-        delivered to the handlers before the next page is asked for, so a relist holds the
-        cache plus one page, never a second copy of the whole list. A continue token that
+        delivered to the handlers, while the next page is fetched (ADR 0205), so a relist holds
+        the cache plus two pages, never a second copy of the whole list. A continue token that
         expired mid-way (410: the list outlived the server's history) starts the list again
         from its first page, at most ``_LIST_RESTARTS`` times in a row. client-go's pager
         falls back to one unpaginated list instead, which at scale, decoded in one piece, holds
@@ -365,32 +392,56 @@ class Reflector:
         """Fetch and apply every page; return the list's resourceVersion. Gone from a page
         after the first means its continue token expired."""
         rv = ""
-        token: str | None = None
         prepare = self._prepare
         first = True
-        while True:
-            page = await self.client.list(
-                self.resource,
-                namespace=self.namespace,
-                label_selector=self.label_selector,
-                field_selector=self.field_selector,
-                limit=self.page_size,
-                continue_=token,
-            )
-            items = page.get("items") or ()
-            meta = page.get("metadata") or {}
-            page_rv = meta.get("resourceVersion") or rv
-            if not first and page_rv != rv:
-                raise _MixedList(rv, page_rv)
-            rv, first = page_rv, False
-            token = meta.get("continue") or None
-            del page
-            with gc_paused():
-                result = replacement.apply(items, prepare=prepare)
-            del items
-            self._applied(result)
-            if not token:
-                return rv
+        ahead: asyncio.Task[ListPage] | None = None
+        try:
+            page = await self._fetch_page(None)
+            while True:
+                page_rv = page.resource_version or rv
+                if not first and page_rv != rv:
+                    raise _MixedList(rv, page_rv)
+                rv, first = page_rv, False
+                token = page.continue_ or None
+                if token:
+                    # The server answers the next page while this one is applied: the request
+                    # goes out at the first yield below.
+                    ahead = asyncio.create_task(self._fetch_page(token),
+                                                name=f"informer-list-ahead-{self._label}")
+                items = page.items
+                transform = None if page.prepared else prepare
+                del page
+                for at in range(0, len(items), LIST_APPLY_SLICE):
+                    with gc_paused():
+                        result = replacement.apply(items[at:at + LIST_APPLY_SLICE], prepare=transform)
+                    self._applied(result)
+                    await asyncio.sleep(0)
+                del items
+                if ahead is None:
+                    return rv
+                page = await ahead
+                ahead = None
+        finally:
+            if ahead is not None:  # the list failed or was cancelled: its next page is moot
+                ahead.cancel()
+                ahead.add_done_callback(_discard_outcome)
+
+    async def _fetch_page(self, token: str | None) -> ListPage:
+        """One page of the list, its items prepared already when the client decodes with our
+        page decoder (only the cached fields built), else as the client's ``list`` gives them."""
+        options: dict[str, Any] = {
+            "namespace": self.namespace,
+            "label_selector": self.label_selector,
+            "field_selector": self.field_selector,
+            "limit": self.page_size,
+            "continue_": token,
+        }
+        if self._page_lister is not None:
+            return await self._page_lister.list_page(self.resource, decode=self._decode.page, **options)
+        page = await self.client.list(self.resource, **options)
+        meta = page.get("metadata") or {}
+        return ListPage(meta.get("resourceVersion") or "", meta.get("continue") or "",
+                        page.get("items") or [], False)
 
     def _applied(self, result: ReplaceResult) -> None:
         """Deliver one applied page's changes (the store already holds them). A page is

@@ -10,6 +10,9 @@ ownerReferences and the affinity, shared between pods by the projection anyway, 
 decoded when seen before: their raw JSON is looked up in a bounded alias table that names the
 projection's shared value. The whole lines of a received chunk are decoded in one call (msgspec's
 ``decode_lines``); a chunk holding any line of another shape is decoded line by line instead.
+A list page is decoded the same way, all its pods in one call (ADR 0205); a page holding any pod
+of another shape is decoded whole with orjson and its items prepared as the reflector prepares
+any list's.
 
 Contract, pinned by tests: for every line, the event decoded here equals what the general path
 gives, ``decode_event`` (orjson) then apiVersion/kind filled in then the projection. The schema
@@ -35,6 +38,8 @@ import msgspec
 import orjson
 
 from dsctl.informer.projections import (
+    POD_SPECS,
+    POD_STATUSES,
     READY_CONDITIONS,
     RESTART_COUNTS,
     PodProjection,
@@ -47,7 +52,16 @@ from dsctl.informer.projections import (
 )
 from dsctl.kube.watch import LineDecoder, RunDecoder, decode_event
 
-__all__ = ["WatchDecoder", "WatchEvent", "event_decoder", "general_decoder", "lean_pod_decoder"]
+__all__ = [
+    "ListPage",
+    "PageDecoder",
+    "WatchDecoder",
+    "WatchEvent",
+    "event_decoder",
+    "general_decoder",
+    "general_page_decoder",
+    "lean_pod_decoder",
+]
 
 Obj = dict[str, Any]
 WatchEvent = tuple[str, Obj]
@@ -72,6 +86,32 @@ def general_decoder(prepare: Callable[[Obj], Obj]) -> LineDecoder[WatchEvent]:
     return decode
 
 
+class ListPage(NamedTuple):
+    """One page of a paginated list: its ``metadata.resourceVersion`` and ``metadata.continue``
+    (empty when absent) and its items, already prepared when ``prepared`` (else as received)."""
+
+    resource_version: str
+    continue_: str
+    items: list[Obj]
+    prepared: bool
+
+
+PageDecoder = Callable[[bytes], ListPage]
+"""Decodes a list response body to a :class:`ListPage`; raises what ``decode_json`` raises
+for a body that is not JSON."""
+
+
+def general_page_decoder(body: bytes) -> ListPage:
+    """The page as orjson decodes it; its items left for the reflector to prepare (it skips
+    those whose resourceVersion it already caches)."""
+    page = orjson.loads(body)
+    if page.__class__ is not dict:
+        page = {"items": page}
+    meta = page.get("metadata") or {}
+    return ListPage(meta.get("resourceVersion") or "", meta.get("continue") or "",
+                    page.get("items") or [], False)
+
+
 def event_decoder(
     transform: Callable[[Obj], Obj] | None, *, prepare: Callable[[Obj], Obj], api_version: str,
     kind: str,
@@ -81,7 +121,7 @@ def event_decoder(
     general = general_decoder(prepare)
     if isinstance(transform, PodProjection):
         return lean_pod_decoder(transform, general=general, api_version=api_version, kind=kind)
-    return WatchDecoder(general)
+    return WatchDecoder(general, page=general_page_decoder)
 
 
 # -- the schema: only what PodProjection reads --------------------------------------------
@@ -139,19 +179,37 @@ def _metadata_schema(annotations: tuple[str, ...]) -> Any:
     return _typed_dict("PodMetadata", fields, total=False)
 
 
-def _event_schema(metadata: Any, *, api_version: str, kind: str) -> Any:
-    """An ADDED, MODIFIED or DELETED event of a pod of this apiVersion and kind (the types
-    and names the informer fills in, so an object that names others takes the general path)."""
-    pod = _typed_dict("Pod", {
+def _pod_schema(metadata: Any, *, api_version: str, kind: str) -> Any:
+    """A pod of this apiVersion and kind (the types and names the informer fills in, so an
+    object that names others takes the general path)."""
+    return _typed_dict("Pod", {
         "apiVersion": Literal[api_version],
         "kind": Literal[kind],
         "metadata": metadata | None,
         "spec": _SPEC | None,
         "status": _STATUS | None,
     }, total=False)
+
+
+def _event_schema(pod: Any) -> Any:
+    """An ADDED, MODIFIED or DELETED event of such a pod."""
     # gc=False: an event lives for one decode and never holds a cycle.
     return msgspec.defstruct(
         "PodEvent", [("type", Literal["ADDED", "MODIFIED", "DELETED"]), ("object", pod)], gc=False,
+    )
+
+
+class _ListMeta(msgspec.Struct, gc=False):
+    resourceVersion: str | None = None
+    continue_: str | None = msgspec.field(default=None, name="continue")
+
+
+def _list_schema(pod: Any) -> Any:
+    """A list response of such pods: its kind and apiVersion are not read (nor are they by
+    the general path), its metadata only for the resourceVersion and the continue token."""
+    return msgspec.defstruct(
+        "PodListPage", [("metadata", _ListMeta | None, None), ("items", list[pod] | None, None)],
+        gc=False,
     )
 
 
@@ -192,10 +250,12 @@ _AFFINITY = _RawAliases(affinity_of)
 
 class WatchDecoder(NamedTuple):
     """The reflector's decoders: one line at a time, and optionally a run of lines at once
-    (see :data:`~dsctl.kube.watch.RunDecoder`); both give the same events."""
+    (see :data:`~dsctl.kube.watch.RunDecoder`); both give the same events. ``page`` decodes a
+    list response: its items, prepared or not, are what the general path caches once prepared."""
 
     line: LineDecoder[WatchEvent]
     run: RunDecoder[WatchEvent] | None = None
+    page: PageDecoder = general_page_decoder
 
 
 def lean_pod_decoder(
@@ -206,10 +266,12 @@ def lean_pod_decoder(
     annotations = projection.keep_annotations
     filled_api_version = _intern(api_version)
     filled_kind = _intern(kind)
-    decoder = msgspec.json.Decoder(_event_schema(
-        _metadata_schema(annotations), api_version=filled_api_version, kind=filled_kind))
+    pod_schema = _pod_schema(_metadata_schema(annotations), api_version=filled_api_version,
+                             kind=filled_kind)
+    decoder = msgspec.json.Decoder(_event_schema(pod_schema))
     decode_one = decoder.decode
     decode_many = decoder.decode_lines
+    decode_list = msgspec.json.Decoder(_list_schema(pod_schema)).decode
     intern = _intern
     # RecursionError: msgspec's nesting limit is below orjson's, which then decides.
     errors = (msgspec.DecodeError, orjson.JSONDecodeError, RecursionError)
@@ -219,12 +281,14 @@ def lean_pod_decoder(
     affinities, affinity_miss = _AFFINITY.table.get, _AFFINITY.get
     ready, ready_miss = READY_CONDITIONS.table.get, ready_condition
     restarts, restarts_miss = RESTART_COUNTS.table.get, restart_counts
+    # Keyed as spec_key and status_key key them: the schema makes nodeName and phase strings.
+    specs, specs_put = POD_SPECS.table.get, POD_SPECS.put
+    statuses, statuses_put = POD_STATUSES.table.get, POD_STATUSES.put
 
-    def project(event: Any) -> WatchEvent:
-        """PodProjection's rules, field by field, on the schema-decoded event, whose dicts
+    def project_pod(pod: Obj) -> Obj:
+        """PodProjection's rules, field by field, on the schema-decoded pod, whose dicts
         become the cached ones. The schema's Literals (apiVersion, kind, phase, condition
         status) are shared constants already."""
-        pod: Obj = event.object
         if "kind" not in pod:  # what the reflector does to an object without a kind
             pod["apiVersion"] = filled_api_version
             pod["kind"] = filled_kind
@@ -274,6 +338,9 @@ def lean_pod_decoder(
                     del spec["affinity"]
                 else:
                     spec["affinity"] = value
+            # Every DaemonSet's pod on one node has this spec: share it (nodeName is a str here).
+            shared = (spec.get("nodeName"), id(spec.get("affinity")))
+            pod["spec"] = specs(shared) or specs_put(shared, spec)
         status = pod.get("status", _ABSENT)
         if status is None:
             del pod["status"]
@@ -297,16 +364,36 @@ def lean_pod_decoder(
                     pairs = tuple([(c.name, c.restartCount) for c in containers
                                    if c.name is not None])
                 status["containerStatuses"] = restarts(pairs) or restarts_miss(pairs)
-        return event.type, pod
+            alike = (status.get("phase"), id(status.get("conditions")),
+                     id(status.get("containerStatuses")))
+            pod["status"] = statuses(alike) or statuses_put(alike, status)
+        return pod
 
     def decode(line: bytes | memoryview) -> WatchEvent:
         try:
-            return project(decode_one(line))
+            event = decode_one(line)
+            return event.type, project_pod(event.object)
         except errors:
             return general(line)  # not the ordinary shape (or not JSON): the general path decides
 
     def decode_run(lines: memoryview) -> list[WatchEvent]:
         # Any line that is not the ordinary shape fails the whole run, which then goes line by line.
-        return [project(event) for event in decode_many(lines)]
+        return [(event.type, project_pod(event.object)) for event in decode_many(lines)]
 
-    return WatchDecoder(decode, decode_run)
+    def decode_page(body: bytes) -> ListPage:
+        # One pod of another shape sends the whole page down the general path, which then
+        # prepares every item as it would any list's.
+        try:
+            page = decode_list(body)
+        except errors:
+            return general_page_decoder(body)
+        meta = page.metadata
+        items = page.items
+        return ListPage(
+            (meta.resourceVersion or "") if meta is not None else "",
+            (meta.continue_ or "") if meta is not None else "",
+            [project_pod(pod) for pod in items] if items else [],
+            True,
+        )
+
+    return WatchDecoder(decode, decode_run, decode_page)

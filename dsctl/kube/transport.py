@@ -260,8 +260,10 @@ class Transport:
         content_type: str = "application/json",
         idempotent: bool,
         read_timeout: float | None = None,
+        decode: Callable[[bytes], Any] | None = None,
     ) -> Any:
-        """Send one request (with retries) and return the decoded JSON body of the 2xx answer."""
+        """Send one request (with retries) and return the decoded JSON body of the 2xx answer;
+        ``decode`` (called with the GC paused, see :func:`gc_paused`) replaces orjson's."""
         raw = None if body is None else body.raw if isinstance(body, Encoded) else orjson.dumps(body)
         _, data = await self._exchange(
             verb=verb,
@@ -275,6 +277,9 @@ class Transport:
             read_timeout=read_timeout if read_timeout is not None else self._request_timeout,
             stream=False,
         )
+        if decode is not None:
+            with gc_paused():
+                return decode(data)
         return decode_json(data) if data else {}
 
     async def open_stream(

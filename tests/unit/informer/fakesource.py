@@ -16,9 +16,11 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections import deque
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+import orjson
 
 from dsctl.informer.reflector import INITIAL_EVENTS_END
 from dsctl.informer.store import object_key
@@ -26,6 +28,7 @@ from dsctl.kube.errors import ApiError, ConnectionFailed, Gone
 from dsctl.kube.resources import Resource
 
 Obj = dict[str, Any]
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -173,3 +176,28 @@ class FakeSource:
                         raise ConnectionFailed("watch silent", reason="WatchInactive") from None
             if self._generation != generation:
                 return
+
+
+@dataclass
+class PagedFakeSource(FakeSource):
+    """A source that also lists pages into what the reflector's page decoder makes of the
+    encoded body, as ``KubeClient.list_page`` does; ``page_log`` records each page asked for."""
+
+    page_log: list[Any] = field(default_factory=list)
+    """Shared with a test's handlers, to see when each page was asked for."""
+
+    async def list_page(
+        self,
+        res: Resource,
+        *,
+        decode: Callable[[bytes], _T],
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_: str | None = None,
+    ) -> _T:
+        self.page_log.append(("page", continue_))
+        page = await self.list(res, namespace=namespace, label_selector=label_selector,
+                               field_selector=field_selector, limit=limit, continue_=continue_)
+        return decode(orjson.dumps(page))

@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from dsctl.informer import BY_NODE_NAME, Informer, by_node_name
+from dsctl.informer import BY_NODE_NAME, Informer, by_node_name, make_pod_projection
 from dsctl.kube.errors import ConnectionFailed, Gone, ServerError, TooManyRequests
 from dsctl.kube.resources import PODS
-from tests.unit.informer.fakesource import FakeSource
+from dsctl.tuning import LIST_APPLY_SLICE
+from tests.unit.informer.fakesource import FakeSource, PagedFakeSource
 
 
 async def eventually(check: Callable[[], bool], *, timeout: float = 5.0) -> None:
@@ -235,10 +236,15 @@ async def test_silent_watch_is_renewed(registry: CollectorRegistry) -> None:
     assert (inactive or 0) >= 2
 
 
-async def test_expired_continue_token_restarts_paginated_relist(registry: CollectorRegistry) -> None:
+@pytest.mark.parametrize("source_type", [
+    pytest.param(FakeSource, id="list"), pytest.param(PagedFakeSource, id="list-page"),
+])
+async def test_expired_continue_token_restarts_paginated_relist(
+    registry: CollectorRegistry, source_type: type[FakeSource],
+) -> None:
     """A relist whose continue token expires starts again page by page (never unpaginated),
     keeps the store exact and delivers the deletions missed while the watch was down."""
-    source = FakeSource()
+    source = source_type()
     for i in range(7):
         await source.put(pod(f"p{i}"))
     informer = make(source, registry)
@@ -269,13 +275,18 @@ async def test_expired_continue_token_restarts_paginated_relist(registry: Collec
         "informer_watch_errors_total", {"resource": "pods", "reason": "ContinueExpired"}) == 1
 
 
-async def test_pages_of_another_resource_version_restart_the_list(registry: CollectorRegistry) -> None:
+@pytest.mark.parametrize("source_type", [
+    pytest.param(FakeSource, id="list"), pytest.param(PagedFakeSource, id="list-page"),
+])
+async def test_pages_of_another_resource_version_restart_the_list(
+    registry: CollectorRegistry, source_type: type[FakeSource],
+) -> None:
     """A continued page served from a newer state than the first page (what a server that
     dropped the snapshot and carried on would send) restarts the list: kept, the first page's
     objects would stay as listed, and the watch, from the newer resourceVersion, would never
     deliver a pod deleted between the two pages (soak seed 53101: a DaemonSet waited for
     deletions it had already made)."""
-    source = FakeSource()
+    source = source_type()
     for i in range(5):
         await source.put(pod(f"p{i}"))
     informer = make(source, registry)
@@ -399,3 +410,77 @@ async def test_cached_objects_carry_type_meta(registry: CollectorRegistry) -> No
         await eventually(lambda: "d/watched" in informer.store)
     for obj in informer.store.list():
         assert (obj["apiVersion"], obj["kind"]) == ("v1", "Pod")
+
+
+def full_pod(name: str, node: str) -> dict[str, Any]:
+    """A pod as the API serves it in a list (no kind), with fields the projection drops."""
+    return {"metadata": {"name": name, "namespace": "d", "uid": f"u-{name}", "labels": {"app": "a"},
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "a",
+                                              "uid": "ds", "controller": True}],
+                         "managedFields": [{"manager": "x"}]},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}]},
+            "status": {"phase": "Running", "hostIP": "10.0.0.1",
+                       "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "t"}]}}
+
+
+@pytest.mark.parametrize("odd", [
+    pytest.param(False, id="ordinary-pods"),
+    pytest.param(True, id="one-pod-of-another-shape"),
+])
+async def test_paged_list_caches_what_the_plain_list_caches(registry: CollectorRegistry, odd: bool) -> None:
+    """A pod informer listing through the client's page decoder caches exactly the projected
+    objects that listing the decoded page gives, an unusual pod included."""
+    stores = []
+    for source_type in (FakeSource, PagedFakeSource):
+        source = source_type()
+        for i in range(5):
+            await source.put(full_pod(f"p{i}", f"n{i % 2}"))
+        if odd:
+            await source.put({**full_pod("odd", "n1"), "spec": None})
+        informer = Informer(source, PODS, indexers={BY_NODE_NAME: by_node_name}, page_size=2,
+                            registry=CollectorRegistry(), transform=make_pod_projection())
+        async with informer:
+            assert await informer.wait_for_sync(timeout=5)
+            stores.append(({o["metadata"]["name"]: o for o in informer.store.list()},
+                           sorted(o["metadata"]["name"] for o in informer.store.by_index(BY_NODE_NAME, "n1"))))
+    assert stores[0] == stores[1]
+    assert "managedFields" not in stores[1][0]["p0"]["metadata"]
+
+
+async def test_the_next_page_is_asked_for_while_a_page_is_delivered(registry: CollectorRegistry) -> None:
+    """The next page's request goes out while the handlers receive the current page, so the
+    server answers it meanwhile; the pages still reach the store and handlers in order."""
+    source = PagedFakeSource()
+    pods = [f"p{i:03d}" for i in range(LIST_APPLY_SLICE + 10)]
+    for name in pods:
+        await source.put(pod(name))
+    informer = Informer(source, PODS, page_size=LIST_APPLY_SLICE + 5, registry=registry)
+    log = source.page_log
+    informer.add_handler(lambda obj: log.append(("add", obj["metadata"]["name"])))
+    async with informer:
+        assert await informer.wait_for_sync(timeout=5)
+    second = log.index(("page", str(LIST_APPLY_SLICE + 5)))
+    assert [entry for entry in log if entry[0] == "add"] == [("add", name) for name in pods]
+    assert log.index(("add", pods[LIST_APPLY_SLICE - 1])) < second < log.index(("add", pods[LIST_APPLY_SLICE + 4]))
+
+
+async def test_a_list_stopped_midway_leaves_no_request_behind(registry: CollectorRegistry) -> None:
+    """Stopping an informer while its next page is in flight cancels that request too."""
+    source = PagedFakeSource()
+    for i in range(5):
+        await source.put(pod(f"p{i}"))
+    asked = asyncio.Event()
+
+    async def hang() -> None:
+        asked.set()
+        await asyncio.Event().wait()
+
+    source.on_page.extend([_nothing, hang])
+    informer = make(source, registry)
+    async with informer:
+        await asyncio.wait_for(asked.wait(), timeout=5)
+    assert not informer.reflector.synced.is_set()
+
+
+async def _nothing() -> None:
+    return None

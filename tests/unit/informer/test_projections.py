@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from dsctl.informer.projections import make_pod_projection, project_node, project_pod
+from dsctl.informer.projections import SharedValues, make_pod_projection, project_node, project_pod
 from dsctl_api.pods import controller_ref, is_pod_ready
 
 FULL_POD: dict[str, Any] = {
@@ -151,3 +151,54 @@ def test_required_affinity_kept_exactly_and_shared(affinity: dict[str, Any]) -> 
     other = project_pod(pod(_affinity(TARGET) if affinity != _affinity(TARGET)
                             else _affinity({"matchFields": []})))
     assert other["spec"]["affinity"] != first["spec"]["affinity"]
+
+
+def _daemon_pod(name: str, node: str, *, ready_since: str = "2026-01-01T00:00:05Z",
+                restarts: int = 0) -> dict[str, Any]:
+    pod = copy.deepcopy(FULL_POD)
+    pod["metadata"]["name"] = name
+    pod["spec"]["nodeName"] = node
+    pod["spec"]["affinity"] = _affinity({"matchFields": [{"key": "metadata.name", "operator": "In",
+                                                          "values": [node]}]})
+    pod["status"]["conditions"][1]["lastTransitionTime"] = ready_since
+    pod["status"]["containerStatuses"][0]["restartCount"] = restarts
+    return pod
+
+
+def test_pods_on_one_node_share_their_spec() -> None:
+    """The pods of different DaemonSets on one node hold one spec object; another node's
+    pods hold another, equal to what each pod says."""
+    a, b = project_pod(_daemon_pod("a-1", "n7")), project_pod(_daemon_pod("b-1", "n7"))
+    other = project_pod(_daemon_pod("a-2", "n8"))
+    assert a["spec"] is b["spec"]
+    assert other["spec"] is not a["spec"]
+    assert other["spec"]["nodeName"] == "n8"
+    assert other["spec"]["affinity"] == _affinity(
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n8"]}]})
+    assert project_pod({"metadata": {"name": "p"}, "spec": {"nodeName": ["odd"]}})["spec"] == {
+        "nodeName": ["odd"]}
+
+
+def test_pods_ready_alike_share_their_status() -> None:
+    """Pods Ready since the same moment with equal restart counts hold one status object;
+    any difference gives another, equal to what each pod says."""
+    a, b = project_pod(_daemon_pod("a-1", "n1")), project_pod(_daemon_pod("b-1", "n2"))
+    later = project_pod(_daemon_pod("c-1", "n3", ready_since="2026-01-01T00:00:06Z"))
+    restarted = project_pod(_daemon_pod("d-1", "n4", restarts=3))
+    assert a["status"] is b["status"]
+    assert later["status"] is not a["status"]
+    assert later["status"]["conditions"][0]["lastTransitionTime"] == "2026-01-01T00:00:06Z"
+    assert restarted["status"] is not a["status"]
+    assert restarted["status"]["containerStatuses"] == [{"name": "c", "restartCount": 3}]
+
+
+def test_a_full_shared_table_keeps_what_is_held_and_grows() -> None:
+    """A table at its bound drops only the values nothing else holds and doubles its bound
+    past what it kept, so sharing per node survives at any cluster size."""
+    table = SharedValues(max_entries=4)
+    held = [table.get(("held", i), dict) for i in range(3)]
+    table.get("dropped", dict)
+    table.get("next", dict)  # the bound is reached: a sweep
+    assert set(table.table) == {("held", 0), ("held", 1), ("held", 2), "next"}
+    assert table.max_entries == 6
+    assert table.get(("held", 1), dict) is held[1]

@@ -12,7 +12,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsctl.informer.projections import make_pod_projection, project_node
-from dsctl.informer.watchdecode import WatchEvent, event_decoder, general_decoder, lean_pod_decoder
+from dsctl.informer.watchdecode import (
+    ListPage,
+    WatchEvent,
+    event_decoder,
+    general_decoder,
+    general_page_decoder,
+    lean_pod_decoder,
+)
 from dsctl.kube.errors import ConnectionFailed, Gone, TooManyRequests
 from tests.support.profiles import examples
 
@@ -417,3 +424,84 @@ def _with_in(pod: Obj, path: str, value: Any) -> Obj:
     else:
         target[last] = value
     return pod
+
+
+# -- list pages ---------------------------------------------------------------------------
+
+LEAN_PAGE = event_decoder(PROJECT, prepare=_prepare, api_version="v1", kind="Pod").page
+
+
+def _cached(page: ListPage) -> tuple[str, str, list[Obj]]:
+    """What the reflector caches from a page: the items prepared, unless they are already."""
+    items = page.items if page.prepared else [_prepare(item) for item in page.items]
+    return page.resource_version, page.continue_, items
+
+
+def _page(*items: Any, meta: Any = ..., **extra: Any) -> bytes:
+    body: Obj = {"kind": "PodList", "apiVersion": "v1", **extra}
+    body["metadata"] = {"resourceVersion": "42", "continue": "tok"} if meta is ... else meta
+    body["items"] = list(items)
+    return orjson.dumps(body)
+
+
+def _item(pod: Any) -> Any:
+    """A pod as a list carries it: without kind and apiVersion."""
+    if not isinstance(pod, dict):
+        return pod
+    return {k: v for k, v in pod.items() if k not in ("kind", "apiVersion")}
+
+
+@pytest.mark.parametrize("pod", SHAPES)
+def test_a_page_decodes_to_what_the_general_path_caches(pod: Obj) -> None:
+    """A page holding any shape, listed without or with kind, caches what decoding it whole
+    and preparing each item caches."""
+    for shown in (_item(pod), pod):
+        body = _page(POD, shown, _with("metadata.name", "agent-8"))
+        assert _cached(LEAN_PAGE(body)) == _cached(general_page_decoder(body))
+
+
+def test_an_ordinary_page_is_decoded_straight_to_projections() -> None:
+    """A page of pods as kube-apiserver lists them comes back prepared, and its shared values
+    are the projection's."""
+    body = _page(_item(POD), _item(_with("metadata.name", "agent-8")))
+    page = LEAN_PAGE(body)
+    assert page.prepared
+    assert page[:2] == ("42", "tok")
+    assert page.items == [_prepare(_item(POD)), _prepare(_item(_with("metadata.name", "agent-8")))]
+    assert page.items[0]["metadata"]["labels"] is page.items[1]["metadata"]["labels"]
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    pytest.param(b'{"metadata":{"resourceVersion":"7"},"items":[]}', ("7", "", []), id="empty"),
+    pytest.param(b'{"metadata":{"resourceVersion":"7"}}', ("7", "", []), id="no-items"),
+    pytest.param(b'{"metadata":{"resourceVersion":"7"},"items":null}', ("7", "", []), id="items-null"),
+    pytest.param(b'{"items":[]}', ("", "", []), id="no-metadata"),
+    pytest.param(b'{"metadata":null,"items":[]}', ("", "", []), id="metadata-null"),
+    pytest.param(b'{"metadata":{"continue":""},"items":[]}', ("", "", []), id="continue-empty"),
+    pytest.param(b'{"metadata":{"resourceVersion":"7","continue":"c","remainingItemCount":3},"items":[]}',
+                 ("7", "c", []), id="remaining-count"),
+    pytest.param(b'{"metadata":{"resourceVersion":7},"items":[]}', (7, "", []), id="rv-a-number"),
+])
+def test_page_metadata_reads_as_the_general_path_reads_it(body: bytes, expected: tuple[Any, ...]) -> None:
+    """The resourceVersion and continue token are what the general path reads, absent or odd."""
+    assert _cached(LEAN_PAGE(body)) == _cached(general_page_decoder(body)) == expected
+
+
+def test_a_page_that_is_not_json_fails_as_orjson_fails() -> None:
+    """A body that is not JSON raises what decoding it with orjson raises."""
+    with pytest.raises(orjson.JSONDecodeError):
+        LEAN_PAGE(b'{"items": [')
+
+
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(changes=st.lists(st.tuples(st.sampled_from(_PATHS), _json | st.just(...)), max_size=3))
+def test_random_shapes_in_a_page_decode_alike(changes: list[tuple[str, Any]]) -> None:
+    """Any value at any projected field of a listed pod caches as the general path caches it."""
+    pod: Any = copy.deepcopy(_item(POD))
+    for path, value in changes:
+        try:
+            pod = _with_in(pod, path, value)
+        except (KeyError, IndexError, TypeError, ValueError):
+            continue
+    body = _page(_item(POD), pod)
+    assert _cached(LEAN_PAGE(body)) == _cached(general_page_decoder(body))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import time
 from pathlib import Path
 
@@ -51,6 +52,28 @@ async def test_list_query_parameters(server: FakeServer, client: KubeClient) -> 
     query = server.requests("GET", "/api/v1/namespaces/d/pods")[0].query
     assert query == {"labelSelector": "a=b", "fieldSelector": "spec.nodeName=n", "limit": "500",
                      "continue": "tok", "resourceVersion": "0"}
+
+
+async def test_list_page_hands_the_body_to_the_decoder(
+    server: FakeServer, client: KubeClient, registry: CollectorRegistry
+) -> None:
+    """list_page sends a list's query, retries as a list does, and returns what the decoder
+    makes of the raw body, decoded with the collector paused."""
+    body = {"items": [{"metadata": {"name": "p"}}], "metadata": {"continue": "next"}}
+    server.queue("GET", "/api/v1/namespaces/d/pods",
+                 reply(503, status_body(503, "ServiceUnavailable", "later")), reply(200, body))
+    seen: list[tuple[bytes, bool]] = []
+
+    def decode(raw: bytes) -> str:
+        seen.append((raw, gc.isenabled()))
+        return "decoded"
+
+    assert await client.list_page(PODS, decode=decode, namespace="d", label_selector="a=b", limit=2,
+                                  continue_="tok") == "decoded"
+    assert [(orjson.loads(raw), enabled) for raw, enabled in seen] == [(body, False)]
+    query = server.requests("GET", "/api/v1/namespaces/d/pods")[-1].query
+    assert query == {"labelSelector": "a=b", "limit": "2", "continue": "tok"}
+    assert _count(registry, "list", "pods", "503") == 1
 
 
 async def test_get_retries_5xx_then_succeeds(
