@@ -77,12 +77,12 @@ def measure(*, pods: int, events: int, reps: int, nodes: int, lines_only: bool =
         pod["metadata"]["resourceVersion"] = str(10_000_000 + i)
         pod["status"]["conditions"][2]["status"] = "False" if i % 2 else "True"
         lines.append(orjson.dumps({"type": "MODIFIED", "object": pod}))
-    # The stream as the watch receives it: chunks of whole lines (~65 events per read at this
-    # rate over HTTP, BENCHMARKS.md §12a).
+    # The stream as the watch receives it: chunks of whole lines, as many events per read as
+    # a busy watch over HTTP delivers (``CHUNK_EVENTS``).
     chunks = [b"\n".join(lines[at:at + CHUNK_EVENTS]) + b"\n" for at in range(0, len(lines), CHUNK_EVENTS)]
     decoders: Any = reflector._decode
     line_decoder: Callable[[Any], Any]
-    if callable(decoders):  # the lean decoder, one line at a time (§12a, §12b)
+    if callable(decoders):  # the lean decoder, one line at a time
         line_decoder, run_decoder, generation = decoders, None, "lean-lines"
     elif lines_only:  # this tree's lean line decoder, without its run decoder
         line_decoder, run_decoder, generation = decoders.line, None, "lean-lines"

@@ -2,7 +2,8 @@
 
 A 300-node simulated cluster in three zones, the real controller, and five DaemonSets caught in
 different states: one rolling an image update, one paused, one on a node pool with a partition,
-one canaried by zone, and one kept off nodes under the readiness-gate taint. The view runs in
+one canaried by zone, and one gating nodes that joined under the readiness taint, its agent still
+starting there (every daemon pod tolerates the taint; the gate waits for the gating agent). The view runs in
 this process; headless Chromium (see ``tests/support/browser.py``) takes the picture with the
 details of one held cell open.
 
@@ -33,12 +34,15 @@ from tests.support.controllerproc import ControllerProcess  # noqa: E402
 from tests.support.simproc import SimProcess  # noqa: E402
 
 NODES_COUNT = 300
-GATE_TOLERATION = {"key": READINESS_TAINT, "operator": "Exists"}
+JOINING = (17, 18, 19, 120, 121, 250)
+"""Nodes that join under the readiness taint, where the gating agent takes long to start."""
+STARTUP = {"sim.dsctl.io/startup-seconds": "3"}
 
 
-def _ds(name: str, *, annotations: dict[str, str] | None = None, **kwargs: Any) -> dict[str, Any]:
+def _ds(name: str, *, annotations: dict[str, str] | None = None, pod_annotations: dict[str, str] | None = None,
+        **kwargs: Any) -> dict[str, Any]:
     body = daemonset(name, namespace="kube-system", image=f"registry.example/{name}:1.0",
-                     annotations={"sim.dsctl.io/startup-seconds": "3"},
+                     annotations=STARTUP if pod_annotations is None else pod_annotations,
                      strategy={"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "10%"}}, **kwargs)
     body["metadata"]["annotations"] = annotations or {}
     return body
@@ -69,21 +73,25 @@ async def main(out: Path) -> None:
                 if i % 7 == 0:
                     labels["pool"] = "gpu"
                 patch: dict[str, Any] = {"metadata": {"labels": labels}}
-                if i in (17, 18, 19, 120, 121, 250):
-                    patch["spec"] = {"taints": [{"key": READINESS_TAINT, "effect": "NoSchedule"}]}
+                if i in JOINING:
+                    # The gating agent's pods there (which take the node's start-up) stay starting.
+                    patch["metadata"]["annotations"] = {"sim.dsctl.io/pod-startup-seconds": "600"}
                 await kube.patch(NODES, f"node-{i}", patch)
             daemonsets = [
-                _ds("node-agent", tolerations=[GATE_TOLERATION]),
-                _ds("log-shipper", tolerations=[GATE_TOLERATION], annotations={"dsctl.io/paused": "true"}),
-                _ds("gpu-plugin", node_selector={"pool": "gpu"}, tolerations=[GATE_TOLERATION],
-                    annotations={"dsctl.io/partition": "15"}),
-                _ds("net-policy", tolerations=[GATE_TOLERATION], annotations={"dsctl.io/selector":
-                                                                              "topology.kubernetes.io/zone=zone-a"}),
-                _ds("monitoring"),
+                _ds("node-agent"),
+                _ds("log-shipper", annotations={"dsctl.io/paused": "true"}),
+                _ds("gpu-plugin", node_selector={"pool": "gpu"}, annotations={"dsctl.io/partition": "15"}),
+                _ds("net-policy", annotations={"dsctl.io/selector": "topology.kubernetes.io/zone=zone-a"}),
+                _ds("cni", annotations={"dsctl.io/node-readiness-gate": "true"}, pod_annotations={}),
             ]
             for body in daemonsets:
                 await kube.create(DAEMONSETS, body, namespace="kube-system")
-            names = [d["metadata"]["name"] for d in daemonsets]
+            # The readiness taint as the joining nodes register with it. Tainted before a gating
+            # DaemonSet wants them, the gate would lift it at once (no gating agent holds them).
+            for i in JOINING:
+                await kube.patch(NODES, f"node-{i}", {"spec": {"taints": [{"key": READINESS_TAINT,
+                                                                           "effect": "NoSchedule"}]}})
+            names = [d["metadata"]["name"] for d in daemonsets][:4]  # cni stays starting on the joining nodes
             deadline = time.monotonic() + 120
             while not await _rolled_out(kube, names):
                 if time.monotonic() > deadline:

@@ -1,11 +1,11 @@
 """Structural sharing of stored objects: equal sub-trees are kept once.
 
-150,000 DaemonSet pods are near copies of a handful of templates: the same containers,
+A large cluster's DaemonSet pods are near copies of a handful of templates: the same containers,
 tolerations, labels and owner references, and an affinity shared by every pod of a node.
 Stored objects are never mutated, so equal sub-trees can be one Python object. Interning the
-dict and list children of ``metadata`` and ``spec`` before an object is stored cuts a pod's
-resident size by more than half, for a few microseconds per write (one ``orjson.dumps`` per
-child, skipped for children that are already interned).
+dict and list children of ``metadata`` and ``spec`` before an object is stored shares most of
+a pod's resident size with its siblings, for one ``orjson.dumps`` per child on a write (skipped
+for children that are already interned).
 
 The table is bounded; when it fills it is simply cleared, which only costs sharing for the
 objects written afterwards, never correctness.

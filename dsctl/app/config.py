@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
-from dsctl.daemonset.readinessgate import DEFAULT_READINESS_TAINT, MODES, GateSettings, ReadinessTaint
+from dsctl.daemonset.readinessgate import DEFAULT_READINESS_TAINT, MODES, GateSettings, parse_readiness_taint
 from dsctl_api.durations import parse_duration
 
 __all__ = ["ConfigError", "Settings", "add_arguments", "settings_from_args", "settings_table"]
@@ -121,12 +121,12 @@ class Settings:
 
     def _gate_settings(self) -> GateSettings | None:
         """``readiness_gate``; raises ``ConfigError`` naming the first ``--readiness-*`` flag that cannot be read."""
-        if not self.readiness_taint:
-            return None
         try:
-            taint = ReadinessTaint.parse(self.readiness_taint)
+            taint = parse_readiness_taint(self.readiness_taint)
         except ValueError as exc:
             raise ConfigError(f"--readiness-taint: {exc}") from None
+        if taint is None:
+            return None
         try:
             timeout = parse_duration(self.readiness_timeout)
         except ValueError as exc:

@@ -333,7 +333,7 @@ async def _run_in(workdir: Path, args: argparse.Namespace, *, mode: str) -> int:
             try:
                 view = await views.enter_async_context(running_view(
                     resource=crd_daemonsets() if mode == RESOURCE_CRD else DAEMONSETS, kubeconfig=str(kubeconfig),
-                    port=args.view_port))
+                    port=args.view_port, readiness_taint=gate.taint if (gate := settings.readiness_gate) else None))
                 print(f"view:              {view.url}  (live, read-only)")
             except OSError as exc:  # a busy --view-port: the demo goes on without the page
                 print(f"view:              not started: port {args.view_port}: {exc.strerror or exc}")

@@ -47,6 +47,7 @@ __all__ = [
     "BOOTSTRAP",
     "CONTINUOUS",
     "DEFAULT_READINESS_TAINT",
+    "DEFAULT_TAINT",
     "MODES",
     "GateMemory",
     "GatePlan",
@@ -54,6 +55,7 @@ __all__ = [
     "GatingDaemonSet",
     "ReadinessTaint",
     "addition_patch",
+    "parse_readiness_taint",
     "plan_gate",
     "removal_patch",
 ]
@@ -112,6 +114,17 @@ class ReadinessTaint:
 
     def __str__(self) -> str:
         return f"{self.key}:{self.effect}"
+
+
+DEFAULT_TAINT = ReadinessTaint(DEFAULT_READINESS_TAINT)
+"""``--readiness-taint``'s default, parsed."""
+
+
+def parse_readiness_taint(text: str) -> ReadinessTaint | None:
+    """``--readiness-taint`` as ``dsctl run``, ``dsctl plan`` and ``dsctl view`` all read it:
+    ``key[:effect]``, or empty for no gate (then no pod gets the extra toleration); ``ValueError``
+    names the problem."""
+    return ReadinessTaint.parse(text) if text else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,7 +58,7 @@ class ClientMetrics:
         )
 
         # Labelled children by label values: ``labels()`` takes a lock and builds a key on every
-        # call, which adds up to several microseconds per request. The label sets are few
+        # call, a cost paid on every request. The label sets are few
         # (verbs x resources x codes), and a child stays valid as long as its parent.
         self._attempts: dict[tuple[str, str, str], tuple[Any, Any]] = {}
         self._waits: dict[str, Any] = {}

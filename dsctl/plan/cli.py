@@ -18,9 +18,10 @@ from typing import Any
 import yaml
 
 from dsctl import __version__
+from dsctl.daemonset.readinessgate import DEFAULT_READINESS_TAINT, ReadinessTaint, parse_readiness_taint
 from dsctl.kube import errors
 
-__all__ = ["EXIT_CHANGES", "EXIT_ERROR", "EXIT_NO_CHANGES", "register"]
+__all__ = ["EXIT_CHANGES", "EXIT_ERROR", "EXIT_NO_CHANGES", "add_readiness_taint", "register"]
 
 EXIT_NO_CHANGES = 0
 EXIT_ERROR = 1
@@ -45,6 +46,23 @@ def _count(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
     return value
+
+
+def _readiness_taint(text: str) -> ReadinessTaint | None:
+    try:
+        return parse_readiness_taint(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_readiness_taint(parser: argparse.ArgumentParser) -> None:
+    """``--readiness-taint``, with ``dsctl run``'s default and parser: the taint every daemon pod
+    the controller creates tolerates, so a node that carries it still gets the pod."""
+    parser.add_argument("--readiness-taint", type=_readiness_taint, default=DEFAULT_READINESS_TAINT,
+                        metavar="KEY[:EFFECT]",
+                        help="the controller's --readiness-taint (effect NoSchedule unless given): every daemon "
+                        "pod tolerates it, so a node that carries it still gets the pod; empty: the controller "
+                        "runs without the gate")
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -74,6 +92,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     plan.add_argument("--max-waves", type=_count, default=100,
                       help="simulate at most this many waves of the rolling update; the rest are listed in update "
                       "order and counted in the estimate")
+    add_readiness_taint(plan)
     plan.set_defaults(handler=main)
 
 
@@ -115,5 +134,6 @@ async def _plan(args: argparse.Namespace, manifest: Any) -> dict[str, Any]:
     async with client:
         cluster = await read_cluster(client, manifest)
     options = Options(now=time.time(), burst=args.burst_replicas, pod_startup=args.pod_startup,
-                      max_waves=args.max_waves)
+                      max_waves=args.max_waves, readiness_taint=args.readiness_taint)
     return make_plan(manifest, cluster, options)
+

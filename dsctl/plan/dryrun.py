@@ -105,13 +105,15 @@ class DryRun:
 class _Run:
     """One dry run's moving parts."""
 
-    def __init__(self, ds: dict[str, Any], world: World, *, now: float, burst: int, wave_seconds: float) -> None:
+    def __init__(self, ds: dict[str, Any], world: World, *, now: float, burst: int, wave_seconds: float,
+                 extra_tolerations: tuple[Mapping[str, Any], ...] = ()) -> None:
         self.ds = ds
+        self.extra_tolerations = extra_tolerations
         self.world = world
         self.clock = now
         self.burst = burst
         self.wave_seconds = wave_seconds
-        self.rules = Eligibility.of(ds)
+        self.rules = Eligibility.of(ds, extra=extra_tolerations)
         self.fits: dict[str, Fit] = {}
         self.api_version = str(ds.get("apiVersion") or "apps/v1")
         self.kind = str(ds.get("kind") or "DaemonSet")
@@ -165,7 +167,8 @@ class _Run:
         updates = plan.pods.updates[: max(0, self.burst)]
         if pods.creates:
             assert plan.history is not None
-            make = pod_factory(self.ds, hash=plan.history.hash, api_version=self.api_version, kind=self.kind)
+            make = pod_factory(self.ds, hash=plan.history.hash, api_version=self.api_version, kind=self.kind,
+                               extra_tolerations=self.extra_tolerations)
             for node in pods.creates:
                 created = self.world.create_pod(make(node), now=self.clock)
                 self.starting.add(str(created["metadata"]["uid"]))
@@ -235,21 +238,22 @@ def _acted_nodes(done: Plan) -> list[str]:
 
 
 def dry_run(ds: dict[str, Any], world: World, *, now: float, burst: int = 250, wave_seconds: float = 0.0,
-            max_waves: int = 100) -> DryRun:
+            max_waves: int = 100, extra_tolerations: tuple[Mapping[str, Any], ...] = ()) -> DryRun:
     """Sync ``ds`` over ``world`` until the fleet settles (see the module docstring).
 
     ``ds`` is the DaemonSet as stored after the change; its ``status.collisionCount`` is raised
     here if the controller would raise it. ``wave_seconds`` is how long a pod takes to start
-    (the clock also moves by ``minReadySeconds`` per wave). Raises ``DryRunError`` when the
-    controller would refuse the spec.
+    (the clock also moves by ``minReadySeconds`` per wave). ``extra_tolerations`` are the ones
+    the controller adds to every pod (the readiness taint's): eligibility is judged, and pods are
+    made, with them. Raises ``DryRunError`` when the controller would refuse the spec.
     """
     step = max(0.0, wave_seconds) + _min_ready(ds) + _READY_MARGIN
-    run = _Run(ds, world, now=now, burst=burst, wave_seconds=step)
+    run = _Run(ds, world, now=now, burst=burst, wave_seconds=step, extra_tolerations=extra_tolerations)
     first = run.plan()
     for _ in range(_MAX_COLLISIONS):
         if not _resolve_collisions(ds, world, first):
             break
-        run = _Run(ds, world, now=now, burst=burst, wave_seconds=step)
+        run = _Run(ds, world, now=now, burst=burst, wave_seconds=step, extra_tolerations=extra_tolerations)
         first = run.plan()
     assert first.table is not None
     result = DryRun(first=first, last=first, final=first.table, world=world, collision_count=collision_count(ds))

@@ -13,12 +13,14 @@ __all__ = ["NAMES_SHOWN", "render_table"]
 NAMES_SHOWN = 5
 """Node names shown per group without ``--show-nodes``."""
 
-_CHANGE_WORDS = {"gain": "gain a pod", "lose": "lose their pod", "keep": "keep their pod"}
+_CHANGE_WORDS = {"gain": "gain a pod", "lose": "lose their pod", "keep": "keep their pod",
+                 "withheld": "get no pod"}
 _HELD_WORDS = {
     "partition": "held by partition",
     "selector": "held by the rollout selector",
     "paused": "held: the rollout is paused",
-    "unhealthy": "skipped as unhealthy",
+    "unhealthy": "skipped as unhealthy (unhealthyNodePolicy Skip)",
+    "departing": "left out: the node is departing",
     "onDelete": "wait to be deleted (OnDelete)",
     "notUpdated": "left on their old revision by the rolling update",
     "beyondSimulation": "beyond the simulated waves (raise --max-waves)",
@@ -40,13 +42,15 @@ def _seconds(value: float) -> str:
 
 
 def _placement(lines: list[str], placement: Mapping[str, Any], *, all_names: bool) -> None:
-    counts = ", ".join(f"{placement[c]['count']} {_CHANGE_WORDS[c]}" for c in ("gain", "lose", "keep"))
+    changes = [c for c in _CHANGE_WORDS if c in placement]
+    counts = ", ".join(f"{placement[c]['count']} {_CHANGE_WORDS[c]}" for c in changes
+                       if c != "withheld" or placement[c]["count"])
     lines.append(f"Placement: {counts}")
-    for change in ("gain", "lose", "keep"):
+    for change in changes:
         for group in placement[change]["groups"]:
-            lines.append(f"  {change:<5} {group['count']:>6}  {group['text']}")
-            if change != "keep" or all_names:
-                lines.append(f"  {'':<5} {'':>6}  {_names(group['nodes'], all_names=all_names)}")
+            lines.append(f"  {change:<8} {group['count']:>6}  {group['text']}")
+            if change != "keep" or all_names or group["reason"]:
+                lines.append(f"  {'':<8} {'':>6}  {_names(group['nodes'], all_names=all_names)}")
 
 
 def _update(lines: list[str], update: Mapping[str, Any], *, all_names: bool) -> None:

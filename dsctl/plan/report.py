@@ -13,6 +13,7 @@ from typing import Any
 from dsctl import __version__
 from dsctl.daemonset.eligibility import Eligibility, Fit
 from dsctl.daemonset.inplace import templates_by_hash
+from dsctl.daemonset.readinessgate import DEFAULT_TAINT, ReadinessTaint
 from dsctl.daemonset.template import target_node
 from dsctl.plan.crdschema import served_schema
 from dsctl.plan.dryrun import DryRunError, dry_run
@@ -48,6 +49,13 @@ class Options:
     """Seconds from creation to Ready; None: the median of the DaemonSet's live pods."""
     max_waves: int = 100
     """Waves simulated at most; the rest of a longer rollout is listed in update order, not in waves."""
+    readiness_taint: ReadinessTaint | None = DEFAULT_TAINT
+    """The controller's ``--readiness-taint``: every pod it creates tolerates it; None: no gate."""
+
+    @property
+    def extra_tolerations(self) -> tuple[dict[str, str], ...]:
+        """The tolerations the controller adds to every pod beyond upstream's."""
+        return (self.readiness_taint.toleration(),) if self.readiness_taint is not None else ()
 
 
 def make_plan(manifest: Manifest, cluster: ClusterSnapshot, options: Options) -> dict[str, Any]:
@@ -66,7 +74,8 @@ def make_plan(manifest: Manifest, cluster: ClusterSnapshot, options: Options) ->
     world = World(cluster.nodes, cluster.pods, cluster.revisions)
     try:
         run = dry_run(ds, world, now=options.now, burst=options.burst, max_waves=options.max_waves,
-                      wave_seconds=0.0 if options.pod_startup is None else options.pod_startup)
+                      wave_seconds=0.0 if options.pod_startup is None else options.pod_startup,
+                      extra_tolerations=options.extra_tolerations)
     except DryRunError as exc:
         raise PlanError(f"{manifest.source}: the controller would not act on it: {exc}") from None
     assert run.first.table is not None
@@ -82,7 +91,7 @@ def make_plan(manifest: Manifest, cluster: ClusterSnapshot, options: Options) ->
 
     before = {n for n, o in first.outcomes.items() if any(live(p) for p in o.pods)}
     after = {n for p in world.owned_pods(uid_of(ds)) if live(p) and (n := target_node(p))}
-    old_rules = Eligibility.of(cluster.live) if cluster.live is not None else None
+    old_rules = Eligibility.of(cluster.live, extra=options.extra_tolerations) if cluster.live is not None else None
     nodes = {name(n): n for n in cluster.nodes}
 
     def fit_before(node: str) -> Fit | None:
@@ -90,8 +99,12 @@ def make_plan(manifest: Manifest, cluster: ClusterSnapshot, options: Options) ->
         obj = nodes.get(node)
         return old_rules.check(obj) if obj is not None else None
 
+    outcomes = run.final.outcomes
+    departing = {n: reason for n in run.final.departing if (reason := outcomes[n].departing) is not None}
     placement = group_placement(before=before, after=after, fit_now=lambda n: run.fits.get(n) if n in nodes else None,
-                                fit_before=fit_before if old_rules is not None else None)
+                                fit_before=fit_before if old_rules is not None else None, departing=departing,
+                                skipped=[n for n in run.last.skipped if n in outcomes and outcomes[n].old],
+                                withheld=run.final.held)
     node_labels = {n: {str(k): str(v) for k, v in labels(obj).items()} for n, obj in nodes.items()}
     update = update_section(run, ds, before=claimed, old_templates=old_templates, startup=startup,
                             node_labels=node_labels)

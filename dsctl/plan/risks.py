@@ -7,8 +7,14 @@
 - a selector change: apps/v1 refuses it (``spec.selector`` is immutable); ``dsctl.io/v1``
   accepts it, and the pods the new selector misses are released, not deleted;
 - a toleration of every taint (``operator: Exists`` without a key);
-- the node readiness gate turned on, off, or changed (``spec.nodeReadinessGate``, annotation
-  ``dsctl.io/node-readiness-gate``), read from the manifest and the live object directly.
+- the node readiness gate turned on or off (``NODE_READINESS_GATE_FIELD``: the CRD's
+  ``spec.nodeReadinessGate`` or the apps/v1 annotation ``dsctl.io/node-readiness-gate``), read as
+  the controller reads it (``extensions.gates_nodes``: an unreadable value gates);
+- ``maxDisruptions`` removed: the controller deletes the PodDisruptionBudget it keeps;
+- ``unhealthyNodePolicy`` changed: which nodes a rolling update waits for changes.
+
+Settings are compared as the controller reads them (``dsctl.daemonset.extensions``), in both
+places each can be set, so moving a setting from the annotation to the field is no risk.
 """
 
 from __future__ import annotations
@@ -17,15 +23,23 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from dsctl.daemonset.access import pod_spec
+from dsctl.daemonset.extensions import (
+    MAX_DISRUPTIONS_FIELD,
+    NODE_READINESS_GATE_FIELD,
+    UNHEALTHY_NODE_POLICY_FIELD,
+    InvalidControl,
+    gates_nodes,
+    node_readiness_gate,
+    rollout_controls,
+    set_at,
+)
 from dsctl.daemonset.update import InvalidRollout, update_strategy_type, updated_desired_node_counts
 from dsctl_api.defaults import pull_policy_for
-from dsctl_api.objects import annotations_of, as_list, as_map, labels, spec
+from dsctl_api.objects import as_list, as_map, labels, spec
 
-__all__ = ["CONTROL_PLANE", "READINESS_GATE_ANNOTATION", "READINESS_GATE_FIELD", "risks"]
+__all__ = ["CONTROL_PLANE", "risks"]
 
 CONTROL_PLANE = "node-role.kubernetes.io/control-plane"
-READINESS_GATE_FIELD = "nodeReadinessGate"
-READINESS_GATE_ANNOTATION = "dsctl.io/node-readiness-gate"
 _QUARTER = 4
 
 Obj = Mapping[str, Any]
@@ -52,11 +66,52 @@ def _images(ds: Obj) -> Iterable[tuple[str, str]]:
                 yield str(as_map(container).get("name") or "?"), image
 
 
-def _gate(ds: Obj | None) -> Any:
+def _gate_words(ds: Obj) -> str:
+    """Where the gate is set, and its value when the controller cannot read it."""
+    where = set_at(ds, NODE_READINESS_GATE_FIELD) or NODE_READINESS_GATE_FIELD.crd_path
+    try:
+        node_readiness_gate(ds)
+    except InvalidControl as exc:
+        return f"{where}; {exc.message}, read as true until fixed"
+    return where
+
+
+def _policy(ds: Obj | None) -> str | None:
+    """The effective ``unhealthyNodePolicy``; None when unreadable (the controller holds the rollout)."""
     if ds is None:
         return None
-    value = spec(ds).get(READINESS_GATE_FIELD)
-    return value if value is not None else annotations_of(ds).get(READINESS_GATE_ANNOTATION)
+    try:
+        return rollout_controls(ds).unhealthy_node_policy
+    except InvalidControl:
+        return None
+
+
+def _lifecycle(add: Any, ds: Obj, live: Obj | None) -> None:
+    """The readiness gate, the disruption budget and the unhealthy-node policy, each compared as the
+    controller reads it."""
+    before, after = live is not None and gates_nodes(live), gates_nodes(ds)
+    if after and not before:
+        add("readiness-gate", f"the node readiness gate is turned on ({_gate_words(ds)}): a node that carries "
+                              "the readiness taint keeps it until this DaemonSet's pod there is available, so "
+                              "ordinary pods wait for it")
+    elif before and not after:
+        add("readiness-gate", "the node readiness gate is turned off: the readiness taint no longer waits for "
+                              "this DaemonSet's pod, and workloads may land before it is Ready")
+    if live is not None:
+        was = set_at(live, MAX_DISRUPTIONS_FIELD)
+        if was is not None and set_at(ds, MAX_DISRUPTIONS_FIELD) is None:
+            add("max-disruptions-removed", f"maxDisruptions is removed (was set at {was}): the controller deletes "
+                                           "the PodDisruptionBudget it keeps, and evictions (drain, VPA) are no "
+                                           "longer limited")
+        old_policy, new_policy = _policy(live), _policy(ds)
+        if old_policy is not None and new_policy is not None and old_policy != new_policy:
+            where = set_at(ds, UNHEALTHY_NODE_POLICY_FIELD) or set_at(live, UNHEALTHY_NODE_POLICY_FIELD)
+            what = ("nodes not Ready for unhealthyNodeSeconds are left out of the rolling update, and updated "
+                    "when they recover" if new_policy == "Skip" else
+                    "pods on nodes that are not Ready count against maxUnavailable again, so dead nodes can "
+                    "stall the rolling update")
+            add("unhealthy-node-policy", f"unhealthyNodePolicy changes from {old_policy} to {new_policy} ({where}): "
+                                         f"{what}")
 
 
 def risks(ds: Obj, live: Obj | None, *, custom: bool, nodes: Mapping[str, Obj], gained: Collection[str],
@@ -98,13 +153,5 @@ def risks(ds: Obj, live: Obj | None, *, custom: bool, nodes: Mapping[str, Obj], 
             scope = f"every {effect} taint" if effect else "every taint"
             add("tolerates-everything", f"a toleration (operator Exists, no key) tolerates {scope}: pods run on "
                                         "cordoned, draining and dedicated nodes alike")
-    before, after = _gate(live), _gate(ds)
-    if before != after:
-        if before is None:
-            add("readiness-gate", f"the node readiness gate is turned on ({after!r}): new nodes stay tainted "
-                                  "until this DaemonSet's pod is Ready there")
-        elif after is None:
-            add("readiness-gate", f"the node readiness gate is turned off (was {before!r})")
-        else:
-            add("readiness-gate", f"the node readiness gate changes from {before!r} to {after!r}")
+    _lifecycle(add, ds, live)
     return found

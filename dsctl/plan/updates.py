@@ -4,7 +4,9 @@ back, and how long it should take.
 Every judgement is the controller's: the revision hash from ``history.plan_history`` (inside
 the first sync), image-only or not from ``inplace.image_only_changes``, the budgets from
 ``update.updated_desired_node_counts``, the held nodes from the rolling-update planner's frozen
-set as the view attributes it (``dsctl.view.cells.holds``), the waves from the dry run.
+set as the view attributes it (``dsctl.view.cells.holds``) and from what the last sync left out
+of the rolling update (``SyncPlan.skipped``: skipped as unhealthy; the node table's departing
+nodes), the waves from the dry run.
 """
 
 from __future__ import annotations
@@ -107,14 +109,19 @@ def _held(run: DryRun, ds: Obj, controls: RolloutControls | InvalidControl, *, s
     if not old:
         return {}
     effective = controls if isinstance(controls, RolloutControls) else RolloutControls(paused=True)
-    reasons = holds(controls=effective, rolling=strategy == "RollingUpdate", pods_by_node=final.pods_by_node(),
+    rolling = strategy == "RollingUpdate"
+    # The planner's own answer: the nodes its last sync skipped as unhealthy and the departing
+    # ones, both left out of the rolling update (dsctl.daemonset.syncplan).
+    reasons = holds(controls=effective, rolling=rolling, pods_by_node=final.pods_by_node(),
                     nodes_should_run=final.should_run(), hash=hash, generation=template_generation(ds),
-                    node_labels=node_labels)
+                    node_labels=node_labels, skipped_unhealthy=run.last.skipped if rolling else ())
     grouped: dict[str, list[str]] = {}
     for node in old:
         hold = reasons.get(node)
         if strategy == "OnDelete":
             key = "onDelete"
+        elif node in final.departing:
+            key = "departing"
         elif hold is None or hold is Hold.NONE:
             key = "beyondSimulation" if run.truncated else "notUpdated"
         else:

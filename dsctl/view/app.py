@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from dsctl import __version__
 from dsctl.app.collector import tune_collector
 from dsctl.app.preflight import preflight
+from dsctl.daemonset.readinessgate import DEFAULT_TAINT, ReadinessTaint
 from dsctl.kube.client import KubeClient
 from dsctl.kube.resources import Resource
 from dsctl.view.planfile import PlanOverlay
@@ -50,6 +51,7 @@ async def running_view(
     port: int = 0,
     period: float = DEFAULT_PERIOD,
     own_process: bool = False,
+    readiness_taint: ReadinessTaint | None = DEFAULT_TAINT,
 ) -> AsyncIterator[RunningView]:
     """Serve the view of the cluster ``kubeconfig``/``context`` reaches until the block exits.
 
@@ -57,13 +59,15 @@ async def running_view(
     served) or ``OSError`` (cannot listen) before yielding; nothing is left running then.
     ``own_process`` tunes the cyclic garbage collector for the caches, as ``dsctl run`` does
     (``dsctl.app.collector``); leave it off when sharing a process with the controller.
+    ``readiness_taint`` is the controller's ``--readiness-taint`` (None: no gate).
     """
     if own_process:
         tune_collector()
     client = await KubeClient.from_config(kubeconfig=kubeconfig, context=context, user_agent=USER_AGENT)
     async with contextlib.AsyncExitStack() as stack:
         stack.push_async_callback(client.close)
-        source = ClusterSource(client, resource, namespace=namespace, plan=plan, freeze_after_sync=own_process)
+        source = ClusterSource(client, resource, namespace=namespace, plan=plan, freeze_after_sync=own_process,
+                               readiness_taint=readiness_taint)
         server = ViewServer(source.model, read_events=functools.partial(read_pod_events, client), period=period)
         url = await server.start(host=host, port=port)
         stack.push_async_callback(server.stop)

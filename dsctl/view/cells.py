@@ -8,16 +8,21 @@ cannot disagree with what the controller does:
 - revision (``dsctl.daemonset.template.is_pod_updated`` against the hash that
   ``dsctl.daemonset.history.plan_history`` picks as current): old or new;
 - hold (``dsctl.daemonset.extensions.frozen_nodes``): which old pods the rolling update leaves
-  alone because of ``partition``, the ``selector`` canary or ``paused``.
+  alone because of ``partition``, the ``selector`` canary or ``paused``;
+- the readiness gate (``dsctl.daemonset.readinessgate``): whether the node carries the
+  controller's readiness taint (``ReadinessTaint.on``), and whether the gate waits for this
+  DaemonSet's pod there (``plan_gate``'s ``holding``). Every daemon pod tolerates that taint, so
+  the caller's eligibility rules carry its toleration and the taint never keeps a pod off.
 
-A cell is four small axes (``State``, ``Revision``, ``Hold``, ``gated``) packed into one integer
+A cell is four small axes (``State``, ``Revision``, ``Hold``, ``Gate``) packed into one integer
 for the wire (``Cell.code``; the layout is ``CODEC``, sent to the page with every snapshot so
-the page never hard-codes it). ADR 0131 records these choices, ADR 0127 the protocol.
+the page never hard-codes it). ADR 0131 records these choices, ADR 0127 the protocol, ADR 0215
+the gate's and the lifecycle's part.
 
-``Hold.UNHEALTHY`` (a node the rollout skips as unhealthy) has a code and a colour but no
-producer here: which nodes ``unhealthyNodePolicy: Skip`` leaves out is the controller's rule
+``Hold.UNHEALTHY`` (a node the rollout skips as unhealthy) is never guessed here: which nodes
+``unhealthyNodePolicy: Skip`` leaves out is the controller's rule
 (``dsctl.daemonset.nodelifecycle.skipped_on``), which the model applies, and ``holds`` takes its
-answer as ``skipped_unhealthy`` rather than guessing it.
+answer as ``skipped_unhealthy``.
 """
 
 from __future__ import annotations
@@ -27,24 +32,31 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from dsctl.daemonset.eligibility import Eligibility, Fit
+from dsctl.daemonset.eligibility import Fit
 from dsctl.daemonset.extensions import RolloutControls, frozen_nodes
 from dsctl.daemonset.podsort import pod_sort_key
+from dsctl.daemonset.readinessgate import (
+    DEFAULT_READINESS_TAINT,
+    GateSettings,
+    GatingDaemonSet,
+    ReadinessTaint,
+    plan_gate,
+)
 from dsctl.daemonset.template import is_pod_updated
 from dsctl.daemonset.update import find_updated_pods_on_node
-from dsctl_api.objects import as_list, deletion_timestamp, is_map, spec, status
+from dsctl_api.objects import deletion_timestamp, status
 from dsctl_api.pods import is_pod_ready
 
 __all__ = [
     "CODEC",
     "READINESS_TAINT",
     "Cell",
+    "Gate",
     "Hold",
     "Revision",
     "State",
     "cell_of",
-    "gate_blocks",
-    "has_readiness_taint",
+    "gate_waits_for",
     "holds",
     "pick_pod",
     "pod_state",
@@ -52,8 +64,8 @@ __all__ = [
 
 Obj = Mapping[str, Any]
 
-READINESS_TAINT = "dsctl.io/agents-not-ready"
-"""The readiness-gate taint: a node carries it until its gating agents are Ready."""
+READINESS_TAINT = DEFAULT_READINESS_TAINT
+"""The readiness-gate taint's default key (``--readiness-taint``)."""
 
 
 class State(IntEnum):
@@ -61,19 +73,17 @@ class State(IntEnum):
 
     NOT_WANTED = 0
     """No pod and none should run: the node is not eligible."""
-    GATED = 1
-    """No pod, and none may run only because the node carries the readiness-gate taint."""
-    MISSING = 2
+    MISSING = 1
     """No pod, but one should run."""
-    PENDING = 3
+    PENDING = 2
     """Created, not running yet (unscheduled, or its containers are starting)."""
-    NOT_READY = 4
+    NOT_READY = 3
     """Running, not Ready."""
-    READY = 5
+    READY = 4
     """Running and Ready."""
-    TERMINATING = 6
+    TERMINATING = 5
     """Only a pod being deleted is left."""
-    FAILED = 7
+    FAILED = 6
     """The pod ended (Failed or Succeeded); the controller replaces it."""
 
 
@@ -96,6 +106,18 @@ class Hold(IntEnum):
     """Skipped as unhealthy by the controller's planner (given to ``holds``, never guessed)."""
 
 
+class Gate(IntEnum):
+    """The node's readiness gate, as it concerns this DaemonSet."""
+
+    NO = 0
+    """The node does not carry the readiness taint."""
+    YES = 1
+    """The node carries the readiness taint; this DaemonSet's pod is not what it waits for."""
+    WAITING = 2
+    """The node carries the readiness taint and the gate waits for this DaemonSet's pod there (a
+    gating DaemonSet that wants the node and has no available pod on it)."""
+
+
 _FIELDS: tuple[tuple[str, type[IntEnum], int, int], ...] = (
     ("state", State, 0, 3),
     ("revision", Revision, 3, 2),
@@ -105,7 +127,7 @@ _GATED_SHIFT = 8
 
 CODEC: dict[str, Any] = {
     **{name: {"shift": shift, "bits": bits, "names": [m.name for m in enum]} for name, enum, shift, bits in _FIELDS},
-    "gated": {"shift": _GATED_SHIFT, "bits": 1, "names": ["NO", "YES"]},
+    "gated": {"shift": _GATED_SHIFT, "bits": 2, "names": [m.name for m in Gate]},
 }
 """How ``Cell.code`` packs the axes: each axis is ``(code >> shift) & (2**bits - 1)``, an index
 into ``names``. Sent with every snapshot."""
@@ -118,8 +140,8 @@ class Cell:
     state: State = State.NOT_WANTED
     revision: Revision = Revision.NONE
     hold: Hold = Hold.NONE
-    gated: bool = False
-    """The node carries the readiness-gate taint (whatever this DaemonSet's pod does there)."""
+    gated: Gate = Gate.NO
+    """The node's readiness gate (whatever this DaemonSet's pod does there)."""
 
     @property
     def code(self) -> int:
@@ -129,26 +151,19 @@ class Cell:
     @classmethod
     def decode(cls, code: int) -> Cell:
         """The inverse of ``code``."""
-        return cls(State(code & 7), Revision(code >> 3 & 3), Hold(code >> 5 & 7), bool(code >> _GATED_SHIFT & 1))
+        return cls(State(code & 7), Revision(code >> 3 & 3), Hold(code >> 5 & 7), Gate(code >> _GATED_SHIFT & 3))
 
 
-def has_readiness_taint(node: Obj) -> bool:
-    """Whether the node carries the readiness-gate taint (any effect)."""
-    return any(is_map(t) and t.get("key") == READINESS_TAINT for t in as_list(spec(node).get("taints")))
+def gate_waits_for(*, key: str, node: Obj, fit: Fit, pods: Sequence[Obj], min_ready: int, taint: ReadinessTaint,
+                   now: float) -> bool:
+    """Whether the readiness gate of ``node`` (which carries ``taint``) waits for this gating
+    DaemonSet's pod: the controller's ``plan_gate`` over this DaemonSet alone names it as holding.
 
-
-def gate_blocks(rules: Eligibility, node: Obj, fit: Fit) -> bool:
-    """Whether the readiness-gate taint alone keeps the DaemonSet's pod off ``node``.
-
-    Judged by the same eligibility check on the node without that taint: a DaemonSet that
-    tolerates it (the gating agents themselves) is never blocked, one that is ineligible for
-    another reason is not blocked *by the gate*.
+    ``fit`` must be judged with the taint's toleration, as the controller judges it.
     """
-    if fit.should_run or not has_readiness_taint(node):
-        return False
-    taints = [t for t in as_list(spec(node).get("taints")) if not (is_map(t) and t.get("key") == READINESS_TAINT)]
-    ungated = {**node, "spec": {**spec(node), "taints": taints}}
-    return rules.check(ungated).should_run
+    gating = GatingDaemonSet(key=key, wants=fit.should_run, pods=tuple(pods), min_ready=min_ready)
+    plan = plan_gate(node=node, gating=(gating,), memory=None, now=now, settings=GateSettings(taint=taint))
+    return key in plan.holding
 
 
 def pod_state(pod: Obj) -> State:
@@ -183,28 +198,22 @@ def pick_pod(pods: Sequence[Obj], hash: str, generation: int | None) -> Obj | No
 def cell_of(
     *,
     fit: Fit,
-    gate_blocked: bool,
     pods: Sequence[Obj],
     hash: str,
     generation: int | None,
     hold: Hold = Hold.NONE,
-    gated: bool = False,
+    gated: Gate = Gate.NO,
 ) -> Cell:
     """The cell of one DaemonSet on one node.
 
-    ``fit`` is the node's eligibility for the DaemonSet; ``gate_blocked`` whether only the
-    readiness gate keeps the pod off (``gate_blocks``); ``pods`` the DaemonSet's pods for this
-    node; ``hash``/``generation`` the current revision; ``hold`` what holds this node back
-    (``holds``), shown only on an old pod.
+    ``fit`` is the node's eligibility for the DaemonSet (with the readiness taint's toleration,
+    as the controller judges it); ``pods`` the DaemonSet's pods for this node;
+    ``hash``/``generation`` the current revision; ``hold`` what holds this node back (``holds``),
+    shown only on an old pod; ``gated`` the node's readiness gate (``gate_waits_for``).
     """
     pod = pick_pod(pods, hash, generation)
     if pod is None:
-        if fit.should_run:
-            state = State.MISSING
-        elif gate_blocked:
-            state = State.GATED
-        else:
-            state = State.NOT_WANTED
+        state = State.MISSING if fit.should_run else State.NOT_WANTED
         return Cell(state, Revision.NONE, Hold.NONE, gated)
     revision = Revision.NEW if is_pod_updated(pod, hash, generation) else Revision.OLD
     return Cell(pod_state(pod), revision, hold if revision is Revision.OLD else Hold.NONE, gated)

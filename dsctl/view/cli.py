@@ -11,6 +11,7 @@ from typing import Any
 
 from dsctl.kube import errors
 from dsctl.kube.resources import DAEMONSETS, crd_daemonsets
+from dsctl.plan.cli import add_readiness_taint
 
 __all__ = ["DEFAULT_PORT", "register"]
 
@@ -45,6 +46,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     view.add_argument("--port", type=_port, default=DEFAULT_PORT, help="port to listen on (0: any free port)")
     view.add_argument("--plan", type=Path, default=None,
                       help="a saved 'dsctl plan -o json' whose planned waves the page can overlay")
+    add_readiness_taint(view)
     view.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"),
                       help="log level (logs go to stderr)")
     view.set_defaults(handler=main)
@@ -82,7 +84,7 @@ async def _serve(args: argparse.Namespace, plan: Any) -> int:
         loop.add_signal_handler(sig, stop.set)
     async with running_view(resource=resource, kubeconfig=args.kubeconfig or None, context=args.context or None,
                             namespace=args.namespace or None, plan=plan, host=args.address, port=args.port,
-                            own_process=True) as view:
+                            own_process=True, readiness_taint=args.readiness_taint) as view:
         scope = f"namespace {args.namespace}" if args.namespace else "all namespaces"
         print(f"dsctl view: {view.url} ({args.resource} DaemonSets, {scope}; read-only; Ctrl-C to stop)",
               flush=True)

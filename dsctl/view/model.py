@@ -25,22 +25,24 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from dsctl.daemonset.access import min_ready_seconds
 from dsctl.daemonset.eligibility import Eligibility, Fit, eligibility_signature
-from dsctl.daemonset.extensions import InvalidControl, RolloutControls, rollout_controls
+from dsctl.daemonset.extensions import InvalidControl, RolloutControls, gates_nodes, rollout_controls
 from dsctl.daemonset.history import RevisionOverflow, plan_history
 from dsctl.daemonset.nodelifecycle import skipped_on
 from dsctl.daemonset.podsort import group_by_node
+from dsctl.daemonset.readinessgate import DEFAULT_TAINT, ReadinessTaint
 from dsctl.daemonset.template import HASH_LABEL, is_pod_updated, target_node, template_generation
 from dsctl.daemonset.update import InvalidRollout, update_strategy_type
 from dsctl.informer.store import BY_OWNER_UID, index_reads, object_key
 from dsctl.view.cells import (
     CODEC,
     Cell,
+    Gate,
     Hold,
     State,
     cell_of,
-    gate_blocks,
-    has_readiness_taint,
+    gate_waits_for,
     holds,
     pick_pod,
     pod_state,
@@ -133,6 +135,9 @@ class _Row:
     problems: tuple[str, ...]
     signature: tuple[Any, ...]
     header: dict[str, Any]
+    gating: bool = False
+    """The DaemonSet gates its nodes (``extensions.gates_nodes``, as the controller's gate reads it)."""
+    min_ready: int = 0
     holds: dict[str, Hold] = field(default_factory=dict)
     cells: dict[str, int] = field(default_factory=dict)
     should_run: set[str] | None = None
@@ -182,9 +187,9 @@ def _zone(node: Obj) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _node_signature(node: Obj) -> tuple[Any, ...]:
+def _node_signature(node: Obj, taint: ReadinessTaint | None) -> tuple[Any, ...]:
     """What about a node any cell depends on: eligibility inputs, the gate, the zone."""
-    return (eligibility_signature(node), has_readiness_taint(node), _zone(node))
+    return (eligibility_signature(node), taint is not None and taint.on(node), _zone(node))
 
 
 def _conditions(ds: Obj) -> list[dict[str, str]]:
@@ -252,7 +257,9 @@ class GridModel:
     must have the ``BY_OWNER_NODE`` index and ``revisions`` the ``BY_OWNER_UID`` index. Wire
     the ``on_*`` methods to the informers' handlers. ``plan`` is an optional overlay of planned
     waves (``planfile``). ``resource`` names the DaemonSet kind shown (``apps/v1`` or
-    ``dsctl.io/v1``), for the page.
+    ``dsctl.io/v1``), for the page. ``readiness_taint`` is the controller's ``--readiness-taint``
+    (None: it runs without the gate): every pod it creates tolerates it, so the grid judges
+    eligibility with that toleration too, and marks the nodes that carry it.
     """
 
     def __init__(
@@ -265,8 +272,11 @@ class GridModel:
         resource: str = "apps/v1",
         plan: PlanOverlay | None = None,
         wall: Callable[[], float] = time.time,
+        readiness_taint: ReadinessTaint | None = DEFAULT_TAINT,
     ) -> None:
         self._wall = wall
+        self.readiness_taint = readiness_taint
+        self._extra = (readiness_taint.toleration(),) if readiness_taint is not None else ()
         self._daemonsets = daemonsets
         self._nodes = nodes
         self._pods = pods
@@ -308,7 +318,7 @@ class GridModel:
 
     def on_node_update(self, old: Obj, new: Obj) -> None:
         """A node changed; only what can change a cell or the layout counts."""
-        if _node_signature(old) != _node_signature(new):
+        if _node_signature(old, self.readiness_taint) != _node_signature(new, self.readiness_taint):
             self._dirty_nodes.add(name(new))
 
     def on_pod(self, pod: Obj) -> None:
@@ -370,7 +380,7 @@ class GridModel:
                     full.add(key)
         for node_name in dirty_nodes:
             node = self._nodes.get(node_name)
-            signature = _node_signature(node) if node is not None else None
+            signature = _node_signature(node, self.readiness_taint) if node is not None else None
             previous = self._node_sigs.get(node_name)
             if signature is None:
                 self._node_sigs.pop(node_name, None)
@@ -447,15 +457,17 @@ class GridModel:
         generation_ = template_generation(ds)
         # metadata.generation moves with every spec change; the controls (annotations in apps/v1
         # mode) and the current revision (revisions, collisionCount) are compared themselves.
-        signature = (ds_uid, row_hash, generation_, controls, strategy, generation(ds))
+        gating = gates_nodes(ds)
+        signature = (ds_uid, row_hash, generation_, controls, strategy, generation(ds), gating)
         header = _header(ds, row_hash, controls, problems, strategy)
         if old is not None and old.signature == signature:
             old.header = header
             return False
-        rules = Eligibility.of(ds)
+        rules = Eligibility.of(ds, extra=self._extra)
         row = _Row(key=key, uid=ds_uid, rules=rules, hash=row_hash, generation=generation_, controls=controls,
                    rolling=strategy == "RollingUpdate", problems=tuple(problems), signature=signature,
-                   header=header, holds=old.holds if old is not None else {}, cells=old.cells if old else {})
+                   header=header, gating=gating, min_ready=min_ready_seconds(ds),
+                   holds=old.holds if old is not None else {}, cells=old.cells if old else {})
         self._rows[key] = row
         if old is not None and old.uid != ds_uid:
             self._uid_to_key.pop(old.uid, None)
@@ -503,10 +515,20 @@ class GridModel:
             return Cell()
         fit = row.rules.check(node)
         pods = self._pods.by_index(BY_OWNER_NODE, f"{row.uid}/{node_name}") if row.uid else []
-        signature = self._node_sigs.get(node_name)
-        gated = signature[1] if signature is not None else has_readiness_taint(node)
-        return cell_of(fit=fit, gate_blocked=gated and gate_blocks(row.rules, node, fit), pods=pods, hash=row.hash,
-                       generation=row.generation, hold=row.holds.get(node_name, Hold.NONE), gated=gated)
+        return cell_of(fit=fit, pods=pods, hash=row.hash, generation=row.generation,
+                       hold=row.holds.get(node_name, Hold.NONE), gated=self._gate(row, node, fit, pods))
+
+    def _gate(self, row: _Row, node: Obj, fit: Fit, pods: Sequence[Obj]) -> Gate:
+        """The node's readiness gate as it concerns ``row``: the controller's own decision."""
+        taint = self.readiness_taint
+        signature = self._node_sigs.get(name(node))
+        tainted = signature[1] if signature is not None else taint is not None and taint.on(node)
+        if not tainted or taint is None:
+            return Gate.NO
+        if row.gating and gate_waits_for(key=row.key, node=node, fit=fit, pods=pods, min_ready=row.min_ready,
+                                         taint=taint, now=self._wall()):
+            return Gate.WAITING
+        return Gate.YES
 
     def _recompute(self, row: _Row, nodes: Iterable[str]) -> list[int]:
         """Recompute cells; returns ``[ds index, node index, code, ...]`` of those that changed."""
@@ -534,7 +556,7 @@ class GridModel:
         for node in nodes:
             node_name = name(node)
             known = sigs.get(node_name)
-            self._node_sigs[node_name] = known if known is not None else _node_signature(node)
+            self._node_sigs[node_name] = known if known is not None else _node_signature(node, self.readiness_taint)
         for row in self._rows.values():
             for gone in row.cells.keys() - self._node_index.keys():
                 del row.cells[gone]
@@ -588,7 +610,8 @@ class GridModel:
         return {
             "daemonset": {"key": ds_key, "revision": row.hash, "header": row.header},
             "cell": {"state": cell.state.name, "revision": cell.revision.name, "hold": cell.hold.name,
-                     "gated": cell.gated, "code": cell.code},
+                     "gated": cell.gated is not Gate.NO, "gate": cell.gated.name, "code": cell.code},
+            "readinessTaint": str(self.readiness_taint) if self.readiness_taint is not None else None,
             "wanted": {"shouldRun": fit.should_run, "shouldContinueRunning": fit.should_continue_running},
             "plannedWave": wave,
             "node": _node_details(node),

@@ -18,6 +18,7 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from dsctl.app.collector import freeze_caches
+from dsctl.daemonset.readinessgate import DEFAULT_TAINT, ReadinessTaint
 from dsctl.informer import BY_OWNER_UID, Informer, by_owner_uid, make_pod_projection, project_node
 from dsctl.kube.client import KubeClient
 from dsctl.kube.errors import Fenced
@@ -53,6 +54,7 @@ class ClusterSource:
         plan: PlanOverlay | None = None,
         page_size: int = 500,
         freeze_after_sync: bool = False,
+        readiness_taint: ReadinessTaint | None = DEFAULT_TAINT,
     ) -> None:
         client.write_fence = read_only_fence
         registry = CollectorRegistry()  # the view's informers are not the controller's metrics
@@ -65,7 +67,8 @@ class ClusterSource:
                                   page_size=page_size, indexers={BY_OWNER_UID: by_owner_uid})
         self.informers: Sequence[Informer] = (self.daemonsets, self.pods, self.nodes, self.revisions)
         self.model = GridModel(daemonsets=self.daemonsets.store, nodes=self.nodes.store, pods=self.pods.store,
-                               revisions=self.revisions.store, resource=resource.api_version, plan=plan)
+                               revisions=self.revisions.store, resource=resource.api_version, plan=plan,
+                               readiness_taint=readiness_taint)
         m = self.model
         self.daemonsets.add_handler(m.on_ds, m.on_ds_update, m.on_ds)
         self.pods.add_handler(m.on_pod, m.on_pod_update, m.on_pod)

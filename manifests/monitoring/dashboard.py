@@ -67,7 +67,7 @@ def quantile(q: float, histogram: str, *, by: str = "le") -> str:
 
 
 def build() -> Dashboard:
-    """The dashboard: DaemonSets first, then the controller's own health."""
+    """The dashboard: DaemonSets and the node readiness gate first, then the controller's own health."""
     counters = [
         ("desired_number_scheduled", "desired"),
         ("current_number_scheduled", "current"),
@@ -112,6 +112,20 @@ def build() -> Dashboard:
             "Unavailable and misscheduled", "short",
             query(status("number_unavailable"), "{{namespace}}/{{name}} unavailable", "A"),
             query(status("number_misscheduled"), "{{namespace}}/{{name}} misscheduled", "B"),
+        ))
+        .with_row(Row("Node readiness gate"))
+        .with_panel(timeseries(
+            "Gated and timed-out nodes", "short",
+            query(f"max(dsctl_node_readiness_gated_nodes{{{JOB}}})", "carrying the readiness taint", "A"),
+            query(f"max(dsctl_node_readiness_timed_out_nodes{{{JOB}}})", "past --readiness-timeout", "B"),
+            description="Nodes that carry the readiness taint, and those still carrying it after "
+                        "--readiness-timeout (a gating agent is not Ready there; the taint stays).",
+        ))
+        .with_panel(timeseries(
+            "Readiness gate duration", "s",
+            query(quantile(0.5, "dsctl_node_readiness_gate_duration_seconds"), "p50", "A"),
+            query(quantile(0.99, "dsctl_node_readiness_gate_duration_seconds"), "p99", "B"),
+            description="From a node's gate beginning to the removal of its readiness taint.",
         ))
         .with_row(Row("Sync loop"))
         .with_panel(timeseries(

@@ -208,6 +208,65 @@ async def test_placement_diff_is_the_placement_after_applying(sim: SimProcess, k
         await eventually(settled, timeout=60, message="placement after applying equals the plan's")
 
 
+READINESS_TAINT = {"key": "dsctl.io/agents-not-ready", "effect": "NoSchedule"}
+EVERYTHING = [{"operator": "Exists"}]
+
+
+async def _joining_and_departing(kube: KubeClient) -> None:
+    """node-1 joins under the readiness taint; node-2 and node-3 are being removed by cluster-autoscaler
+    and Karpenter (their taints as those tools write them)."""
+    taints = {"node-1": READINESS_TAINT, "node-2": {"key": "ToBeDeletedByClusterAutoscaler",
+                                                     "value": "1700000000", "effect": "NoSchedule"},
+              "node-3": {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}}
+    for node, taint in taints.items():
+        await kube.patch(NODES, node, {"spec": {"taints": [taint]}})
+
+
+def _groups(doc: dict[str, Any], change: str) -> dict[str, list[str]]:
+    return {g["reason"]: g["nodes"] for g in doc["daemonsets"][0]["placement"][change]["groups"]}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("sim", [{"nodes": 5}], indirect=True)
+async def test_readiness_taint_and_departing_nodes_are_predicted_as_the_controller_places(
+        sim: SimProcess, kube: KubeClient, tmp_path: Path, mode: str) -> None:
+    """A gating agent that tolerates every taint and a plain one: the plan predicts a pod on the node
+    under the readiness taint (every daemon pod tolerates it) and none on departing nodes (withheld for
+    the tolerant agent, kept off by the taint for the plain one); the controller then places exactly so."""
+    _, flags = await _crd_mode(sim, mode)
+    await _joining_and_departing(kube)
+    gate = daemonset("gate", tolerations=EVERYTHING, api_version=mode)
+    gate["metadata"]["annotations"] = {"dsctl.io/node-readiness-gate": "true"}
+    plain = daemonset("plain", api_version=mode)
+    for manifest in (gate, plain):
+        code, doc, err = await _plan(sim.kubeconfig, manifest, tmp_path)
+        assert (code, err) == (2, "")
+        assert doc is not None
+        assert _groups(doc, "gain") == {"new": ["node-0", "node-1", "node-4"]}
+        withheld = _groups(doc, "withheld")
+        if manifest is gate:
+            assert withheld == {"departing ClusterAutoscalerScaleDown": ["node-2"],
+                                "departing KarpenterDisruption": ["node-3"]}
+            assert [r["id"] for r in doc["daemonsets"][0]["risks"]] == ["tolerates-everything", "readiness-gate"]
+        else:
+            assert withheld == {}
+    async with ControllerProcess(sim.kubeconfig, args=flags):
+        for name in ("gate", "plain"):
+            await sim.kubectl("apply", "-f", str(tmp_path / f"{name}.yaml"))
+
+        async def placed() -> bool:
+            expected = {"node-0", "node-1", "node-4"}
+            return await _placed_as(kube, {"gate": expected, "plain": expected})
+
+        await eventually(placed, timeout=60, message="pods on the joining node, none on departing ones")
+
+        async def untainted() -> bool:
+            node = await kube.get(NODES, "node-1")
+            return not node["spec"].get("taints")
+
+        await eventually(untainted, timeout=30, message="the gate lifts the readiness taint once the agent is Ready")
+
+
 async def _unreachable_kubeconfig(directory: Path) -> str:
     """A kubeconfig naming a loopback port nothing listens on."""
     import socket
@@ -233,6 +292,8 @@ async def _unreachable_kubeconfig(directory: Path) -> str:
         pytest.param({**daemonset("agent"), "spec": {**daemonset("agent")["spec"], "minReadySecond": 3}}, [],
                      'unknown field "spec.minReadySecond"', id="unknown-field"),
         pytest.param(daemonset("agent"), ["--pod-startup", "soon"], "--pod-startup: not a number", id="bad-flag"),
+        pytest.param(daemonset("agent"), ["--readiness-taint", "dsctl.io/agents-not-ready=1"],
+                     "--readiness-taint: give the key and effect only", id="bad-readiness-taint"),
     ],
 )
 async def test_bad_input_is_one_line_and_exit_1(tmp_path: Path, doc: dict[str, Any], argv: list[str],

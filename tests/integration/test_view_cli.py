@@ -13,8 +13,8 @@ import aiohttp
 import pytest
 
 from dsctl.kube.client import KubeClient
-from dsctl.kube.resources import DAEMONSETS, crd_daemonsets
-from dsctl.view.cells import Cell, State
+from dsctl.kube.resources import DAEMONSETS, NODES, crd_daemonsets
+from dsctl.view.cells import Cell, Gate, State
 from tests.support.builders import daemonset
 from tests.support.crdfiles import CRD_FILE
 from tests.support.poll import eventually
@@ -67,6 +67,22 @@ async def test_plan_overlay(sim: SimProcess, kube: KubeClient, tmp_path: Path) -
         assert snap["plan"] == {"source": "plan.json", "maxWave": 2, "waves": [[1, 2, 1]], "unmatched": []}
 
 
+@pytest.mark.parametrize(("args", "expected"), [
+    pytest.param([], Cell(State.MISSING, gated=Gate.YES), id="default-taint-tolerated"),
+    pytest.param(["--readiness-taint", "example.com/other:NoSchedule"], Cell(State.NOT_WANTED), id="another-taint"),
+    pytest.param(["--readiness-taint", ""], Cell(State.NOT_WANTED), id="no-gate"),
+])
+async def test_readiness_taint_option(sim: SimProcess, kube: KubeClient, args: list[str], expected: Cell) -> None:
+    """--readiness-taint (dsctl run's default and parser): the node carrying the controller's taint still
+    wants the pod, as every pod the controller makes tolerates it; any other taint keeps it off."""
+    await kube.patch(NODES, "node-1", {"spec": {"taints": [{"key": "dsctl.io/agents-not-ready",
+                                                            "effect": "NoSchedule"}]}})
+    await kube.create(DAEMONSETS, daemonset("agent"), namespace="default")
+    async with ViewProcess(str(sim.kubeconfig), args=args) as view:
+        snap = await eventually(lambda: _synced(view.url, ["default/agent"]), message="the DaemonSet")
+        assert [Cell.decode(c) for c in snap["cells"][0]] == [Cell(State.MISSING), expected, Cell(State.MISSING)]
+
+
 async def _run(*args: str, timeout: float = 30) -> tuple[int, str]:
     proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "dsctl", "view", *args,
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
@@ -82,6 +98,7 @@ async def _run(*args: str, timeout: float = 30) -> tuple[int, str]:
     pytest.param("no-crd", 1, "the CustomResourceDefinition daemonsets.dsctl.io is not installed", id="no-crd"),
     pytest.param("port-busy", 2, "cannot listen", id="port-busy"),
     pytest.param("bad-port", 2, "--port: must be 0 to 65535", id="bad-port"),
+    pytest.param("bad-taint", 2, "--readiness-taint: effect must be one of", id="bad-taint"),
 ])
 async def test_bad_input_is_one_line(sim: SimProcess, tmp_path: Path, case: str, code: int, message: str) -> None:
     """Bad input ends in one line naming the problem, and a non-zero exit; nothing keeps running."""
@@ -101,6 +118,8 @@ async def test_bad_input_is_one_line(sim: SimProcess, tmp_path: Path, case: str,
             args += ["--port", str(busy.getsockname()[1])]
         elif case == "bad-port":
             args += ["--port", "70000"]
+        elif case == "bad-taint":
+            args += ["--readiness-taint", "dsctl.io/agents-not-ready:Sometimes"]
         returncode, output = await _run(*args)
     finally:
         busy.close()

@@ -130,7 +130,8 @@ def test_dashboard_has_the_promised_panels() -> None:
     titles = [panel["title"] for panel in json.loads(DASHBOARD_JSON.read_text(encoding="utf-8"))["panels"]]
     for wanted in ("Desired, current, ready, updated, available", "Rollout progress (updated / desired)",
                    "Sync rate by result", "Sync latency", "Work queue depth and adds", "Work queue latency (p99)",
-                   "API requests by code", "Informer lag (seconds since last event)", "Leader"):
+                   "API requests by code", "Informer lag (seconds since last event)", "Leader",
+                   "Gated and timed-out nodes", "Readiness gate duration"):
         assert wanted in titles
 
 

@@ -8,7 +8,7 @@
 'use strict';
 (() => {
   const COLORS = {
-    NOT_WANTED: '#eceff1', GATED: '#c5b3e6', MISSING: '#e53935', PENDING: '#fbc02d',
+    NOT_WANTED: '#eceff1', MISSING: '#e53935', PENDING: '#fbc02d',
     NOT_READY_NEW: '#aed581', NOT_READY_OLD: '#90caf9', READY_NEW: '#2e7d32', READY_OLD: '#1565c0',
     TERMINATING: '#9e9e9e', FAILED: '#880e4f',
     HELD_PARTITION: '#6d4c41', HELD_SELECTOR: '#8e24aa', HELD_PAUSED: '#ef6c00', HELD_UNHEALTHY: '#37474f',
@@ -18,11 +18,14 @@
     ['READY_OLD', 'Ready, old revision'], ['NOT_READY_OLD', 'not Ready, old'], ['MISSING', 'missing'],
     ['TERMINATING', 'terminating'], ['FAILED', 'failed'],
     ['HELD_PAUSED', 'held: paused'], ['HELD_PARTITION', 'held: partition'], ['HELD_SELECTOR', 'held: selector'],
-    ['HELD_UNHEALTHY', 'skipped: unhealthy'], ['GATED', 'gated: readiness taint'], ['NOT_WANTED', 'not wanted'],
+    ['HELD_UNHEALTHY', 'skipped: unhealthy'], ['NOT_WANTED', 'not wanted'],
   ];
   const COLOR_KEYS = LEGEND.map(([k]) => k);
   const PALETTE = COLOR_KEYS.map((k) => COLORS[k]);
   const GATE_MARK = '#5e35b1';
+  const SKIPPED_TEXT = '#b26a00';
+  // The readiness-gate mark: a thin bar on a gated node, a thick one where the gate waits for this agent.
+  function gateMark(gate) { return gate >= 2 ? 4 : 2; }
   const PAD = 12;
   const HEADER = 42;
   const ZONE_LABEL = 16;
@@ -35,7 +38,7 @@
 
   // --- model ---------------------------------------------------------------------------------
   const view = {
-    snap: null, seq: -1, layout: -1, cells: [], codec: null, colorOf: null, gatedState: -1, counts: null,
+    snap: null, seq: -1, layout: -1, cells: [], codec: null, colorOf: null, counts: null,
     byZone: false, showPlan: false, geo: null, dirty: new Set(), dirtyHeaders: new Set(), fullDraw: false,
     loading: false, reloadAgain: false, buffered: [], frameRequested: false,
     stats: { snapshots: 0, deltas: 0, cellsApplied: 0, applyMs: 0, drawMs: 0, lastSnapshotBytes: 0,
@@ -68,7 +71,8 @@
     const c = view.codec;
     return {
       state: c.state.names[field(code, 'state')], revision: c.revision.names[field(code, 'revision')],
-      hold: c.hold.names[field(code, 'hold')], gated: field(code, 'gated') === 1,
+      hold: c.hold.names[field(code, 'hold')], gated: field(code, 'gated') !== 0,
+      waiting: c.gated.names[field(code, 'gated')] === 'WAITING',
     };
   }
 
@@ -78,7 +82,6 @@
     view.layout = snap.layout;
     view.codec = snap.codec;
     view.colorOf = buildColorTable(snap.codec);
-    view.gatedState = snap.codec.state.names.indexOf('GATED');
     view.cells = snap.cells.map((row) => Uint16Array.from(row));
     view.counts = new Uint32Array(PALETTE.length);
     for (const row of view.cells) for (const code of row) view.counts[view.colorOf[code]]++;
@@ -336,9 +339,10 @@
       for (const b of g.blocks) {
         const row = view.cells[b.ds];
         b.nodes.forEach((node, k) => {
-          if (!field(row[node], 'gated') || field(row[node], 'state') === view.gatedState) return;
+          const gate = field(row[node], 'gated');
+          if (!gate) return;
           const [x, y] = cellXY(b, k);
-          ctx.fillRect(x, y, g.size, 2);
+          ctx.fillRect(x, y, g.size, gateMark(gate));
         });
       }
     }
@@ -359,9 +363,9 @@
       const c = view.colorOf[code];
       if (c !== last) { ctx.fillStyle = PALETTE[c]; last = c; }
       ctx.fillRect(x, y, g.size, g.size);
-      if (g.size >= 7 && field(code, 'gated') && field(code, 'state') !== view.gatedState) {
+      if (g.size >= 7 && field(code, 'gated')) {
         ctx.fillStyle = GATE_MARK;
-        ctx.fillRect(x, y, g.size, 2);
+        ctx.fillRect(x, y, g.size, gateMark(field(code, 'gated')));
         last = -1;
       }
     }
@@ -411,8 +415,11 @@
     x = PAD + bw + 20 + ctx.measureText(counts).width;
     for (const c of h.conditions) {
       const bad = (c.type === 'ReplicaFailure' && c.status === 'True') || (c.type === 'Progressing' && c.status === 'False');
-      ctx.fillStyle = bad ? '#c62828' : '#455a64';
-      const text = c.type + '=' + c.status + (c.reason ? ' (' + c.reason + ')' : '');
+      const skipped = c.type === 'RolloutSkippedNodes' && c.status === 'True';
+      ctx.fillStyle = bad ? '#c62828' : skipped ? SKIPPED_TEXT : '#455a64';
+      // RolloutSkippedNodes' message starts with the count of skipped nodes.
+      const count = skipped && /^\d+ /.test(c.message) ? ': ' + c.message.split(' ')[0] + ' node(s)' : '';
+      const text = c.type + '=' + c.status + (c.reason ? ' (' + c.reason + count + ')' : '');
       ctx.fillText(text, x, by + 9);
       x += ctx.measureText(text).width + 12;
     }
@@ -521,7 +528,7 @@
     const parts = [c.state.replace('_', ' ').toLowerCase()];
     if (c.revision !== 'NONE') parts.push(c.revision.toLowerCase() + ' revision');
     if (c.hold !== 'NONE') parts.push('held: ' + c.hold.toLowerCase());
-    if (c.gated) parts.push('node gated');
+    if (c.gated) parts.push(c.waiting ? 'node gated, waiting for this agent' : 'node gated');
     const plan = view.snap.plan;
     if (plan && plan.waves[ds] && plan.waves[ds][node]) parts.push('planned wave ' + plan.waves[ds][node]);
     return view.snap.nodes[node] + ' · ' + view.snap.daemonsets[ds].key + ': ' + parts.join(', ');
@@ -560,7 +567,8 @@
     const parts = [el('h2', nodeName + ' · ' + key)];
     parts.push(el('h3', 'cell'), dl([
       ['state', d.cell.state], ['revision', d.cell.revision + ' (current ' + d.daemonset.revision + ')'],
-      ['held', d.cell.hold], ['node gated', d.cell.gated ? 'yes (' + 'dsctl.io/agents-not-ready' + ')' : 'no'],
+      ['held', d.cell.hold], ['node gated', !d.cell.gated ? 'no' : (d.cell.gate === 'WAITING' ? 'yes, waiting for this agent' : 'yes') +
+        ' (' + d.readinessTaint + ')'],
       ['should run', d.wanted.shouldRun ? 'yes' : 'no'],
       ['may keep running', d.wanted.shouldContinueRunning ? 'yes' : 'no'],
       ['planned wave', d.plannedWave || '—'],

@@ -20,6 +20,7 @@ from dsctl.daemonset.nodelifecycle import (
     lifecycle_signature,
     node_facts,
     skipped_message,
+    skipped_on,
 )
 from dsctl.daemonset.reasons import DEPARTING_NODES, ROLLOUT_SKIPPED_NODES, UNHEALTHY_NODES
 from dsctl.daemonset.syncplan import SyncPlan, SyncSnapshot, plan_sync
@@ -236,3 +237,32 @@ def test_a_node_that_stops_departing_gets_its_pod() -> None:
     assert _plan(ds, view).pods.creates == ()
     view.node_objs["n0"] = make_node("n0")
     assert _plan(ds, view).pods.creates == ("n0",)
+
+
+
+@pytest.mark.parametrize(
+    ("dead_since", "dead_pod", "dead_created"),
+    [
+        pytest.param(T0 - 300, "old", T0 - 1000, id="old-pod-skipped"),
+        pytest.param(T0 - 10, "old", T0 - 1000, id="under-the-threshold"),
+        pytest.param(T0 - 300, "new", T0 - 400, id="updated-before-it-failed"),
+        pytest.param(T0 - 300, "new", T0 - 200, id="updated-after-it-failed"),
+        pytest.param(T0 - 300, "none", T0, id="no-pod"),
+    ],
+)
+def test_readers_without_a_table_skip_what_the_planner_skips(dead_since: float, dead_pod: str,
+                                                           dead_created: float) -> None:
+    """skipped_on (what dsctl view reads the Skip policy with) names exactly the nodes plan_sync skips."""
+    ds = make_ds(annotations=SKIP)
+    nodes = [make_node("n0", ready=False, ready_since=dead_since), make_node("n1")]
+    view, current = _world(ds, nodes)
+    if dead_pod != "none":
+        _add(view, make_pod("n0", hash=current if dead_pod == "new" else "old", created=dead_created))
+    _add(view, make_pod("n1", hash="old", ready=True, ready_since=T0 - 900))
+    plan = _plan(ds, view)
+    assert plan.table is not None
+    pods: dict[str, list[dict[str, Any]]] = {}
+    for pod in view.pod_objs.values():
+        pods.setdefault(pod["spec"]["nodeName"], []).append(pod)
+    assert skipped_on(view.node_objs, pods, should_run=plan.table.should_run(), hash=current, generation=None,
+                      seconds=60, now=T0) == plan.skipped

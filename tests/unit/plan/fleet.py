@@ -29,7 +29,8 @@ def stored(ds: dict[str, Any]) -> dict[str, Any]:
     live = copy.deepcopy(ds)
     apply_defaults("apps/daemonsets", live)
     live["metadata"].update(uid=UID, generation=1, resourceVersion="10",
-                            annotations={GENERATION_ANNOTATION: "1"}, creationTimestamp=format_rfc3339(NOW - 3600))
+                            annotations={**live["metadata"].get("annotations", {}), GENERATION_ANNOTATION: "1"},
+                            creationTimestamp=format_rfc3339(NOW - 3600))
     live["status"] = {}
     return live
 

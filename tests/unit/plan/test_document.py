@@ -13,8 +13,9 @@ from dsctl.plan.render import render_table
 from dsctl.plan.snapshot import ClusterSnapshot
 from dsctl.view.planfile import parse_plan
 from dsctl.view.planfile import schema as overlay_schema
+from dsctl_api.timefmt import format_rfc3339
 from tests.support.builders import node, rolling
-from tests.unit.plan.fleet import daemonset, nodes, plan_for, rolled_out
+from tests.unit.plan.fleet import NOW, daemonset, nodes, plan_for, rolled_out
 
 V2 = "registry.example/agent:2.0"
 
@@ -35,7 +36,25 @@ def _cases() -> list[Any]:
                      id="new-with-risks"),
         pytest.param(daemonset("agent", image=V2, strategy={"type": "OnDelete"}),
                      rolled_out(daemonset("agent", strategy={"type": "OnDelete"}), nodes(3)), id="on-delete"),
+        pytest.param(*_lifecycle(), id="node-lifecycle"),
     ]
+
+
+def _lifecycle() -> tuple[dict[str, Any], ClusterSnapshot]:
+    """Departing and unhealthy nodes, a budget removed and the unhealthy-node policy changed."""
+    everything = [{"operator": "Exists"}]
+    live = daemonset("agent", tolerations=everything)
+    live["metadata"]["annotations"] = {"dsctl.io/max-disruptions": "1"}
+    fleet = nodes(4)
+    fleet[1]["spec"]["taints"] = [{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]
+    fleet[2]["status"]["conditions"] = [{"type": "Ready", "status": "False", "reason": "KubeletNotReady",
+                                         "lastTransitionTime": format_rfc3339(NOW - 600)}]
+    fleet[3]["metadata"]["deletionTimestamp"] = format_rfc3339(NOW - 5)
+    cluster = rolled_out(live, fleet, not_ready=("node-02",))
+    cluster.pods[:] = [p for p in cluster.pods if p["spec"]["nodeName"] != "node-03"]
+    new = daemonset("agent", image=V2, tolerations=everything)
+    new["metadata"]["annotations"] = {"dsctl.io/unhealthy-node-policy": "Skip"}
+    return new, cluster
 
 
 @pytest.mark.parametrize(("ds", "cluster"), _cases())
@@ -45,6 +64,7 @@ def test_plan_is_valid_against_both_schemas(ds: dict[str, Any], cluster: Cluster
     jsonschema.validate(plan, schema(), format_checker=jsonschema.FormatChecker())
     jsonschema.validate(plan, overlay_schema())
     overlay = parse_plan(plan, source="plan.json")
+    render_table(plan, all_names=True)
     update = plan["daemonsets"][0]["update"]
     assert overlay.waves["default/agent"] == {n: w["wave"] for w in update["waves"] for n in w["nodes"]}
 

@@ -27,6 +27,13 @@ def _gate(value: str | None) -> dict[str, Any]:
     return ds
 
 
+def _annotated(annotations: dict[str, str] | None) -> dict[str, Any]:
+    ds = daemonset("agent")
+    if annotations is not None:
+        ds["metadata"]["annotations"] = annotations
+    return ds
+
+
 @pytest.mark.parametrize(
     ("ds", "live", "kwargs", "expected"),
     [
@@ -47,9 +54,25 @@ def _gate(value: str | None) -> dict[str, Any]:
                      id="tolerates-everything"),
         pytest.param(daemonset("agent", tolerations=[{"key": "gpu", "operator": "Exists"}]), None, {}, [],
                      id="tolerates-one-key"),
-        pytest.param(_gate("agent-ready"), _gate(None), {}, ["readiness-gate"], id="gate-added"),
-        pytest.param(_gate(None), _gate("agent-ready"), {}, ["readiness-gate"], id="gate-removed"),
-        pytest.param(_gate("agent-ready"), _gate("agent-ready"), {}, [], id="gate-kept"),
+        pytest.param(_gate("true"), _gate(None), {}, ["readiness-gate"], id="gate-added"),
+        pytest.param(_gate(None), _gate("true"), {}, ["readiness-gate"], id="gate-removed"),
+        pytest.param(_gate("false"), _gate("true"), {}, ["readiness-gate"], id="gate-turned-false"),
+        pytest.param(_gate("true"), _gate("true"), {}, [], id="gate-kept"),
+        pytest.param(_gate("false"), _gate(None), {}, [], id="gate-false-is-no-gate"),
+        pytest.param(_gate("sometimes"), _gate(None), {}, ["readiness-gate"], id="gate-unreadable-gates"),
+        pytest.param(_annotated(None), _annotated({"dsctl.io/max-disruptions": "1"}), {},
+                     ["max-disruptions-removed"], id="budget-removed"),
+        pytest.param(_annotated({"dsctl.io/max-disruptions": "2"}), _annotated({"dsctl.io/max-disruptions": "1"}),
+                     {}, [], id="budget-changed"),
+        pytest.param(_annotated({"dsctl.io/max-disruptions": "1"}), None, {}, [], id="budget-on-a-new-daemonset"),
+        pytest.param(_annotated({"dsctl.io/unhealthy-node-policy": "Skip"}), _annotated(None), {},
+                     ["unhealthy-node-policy"], id="policy-to-skip"),
+        pytest.param(_annotated(None), _annotated({"dsctl.io/unhealthy-node-policy": "Skip"}), {},
+                     ["unhealthy-node-policy"], id="policy-back-to-count"),
+        pytest.param(_annotated({"dsctl.io/unhealthy-node-policy": "Count"}), _annotated(None), {}, [],
+                     id="count-is-the-default"),
+        pytest.param(_annotated({"dsctl.io/unhealthy-node-policy": "Sometimes"}), _annotated(None), {}, [],
+                     id="unreadable-policy-is-reported-by-the-controller"),
     ],
 )
 def test_each_risk_is_raised_by_its_situation(ds: dict[str, Any], live: dict[str, Any] | None,
@@ -67,10 +90,39 @@ def test_a_selector_change_says_what_the_api_does(custom: bool, word: str) -> No
     assert word in risk["message"]
 
 
-def test_readiness_gate_field_of_the_custom_kind() -> None:
-    """The custom kind's spec.nodeReadinessGate is read as the annotation is."""
-    ds = daemonset("agent", api_version="dsctl.io/v1")
-    ds["spec"]["nodeReadinessGate"] = {"enabled": True}
-    (risk,) = risks(ds, daemonset("agent", api_version="dsctl.io/v1"), custom=True, nodes=WORKERS, gained=(),
-                    should_run=())
-    assert risk["id"] == "readiness-gate" and "turned on" in risk["message"]
+@pytest.mark.parametrize(
+    ("ds", "live", "words"),
+    [
+        pytest.param({"nodeReadinessGate": True}, {}, "turned on (spec.nodeReadinessGate)", id="crd-field-on"),
+        pytest.param({}, {"nodeReadinessGate": True}, "turned off", id="crd-field-off"),
+        pytest.param({"nodeReadinessGate": "yes"}, {}, "must be true or false", id="crd-field-unreadable"),
+    ],
+)
+def test_readiness_gate_field_of_the_custom_kind(ds: dict[str, Any], live: dict[str, Any], words: str) -> None:
+    """The custom kind's spec.nodeReadinessGate is read as the controller reads it (NODE_READINESS_GATE_FIELD)."""
+    new, old = daemonset("agent", api_version="dsctl.io/v1"), daemonset("agent", api_version="dsctl.io/v1")
+    new["spec"].update(ds)
+    old["spec"].update(live)
+    (risk,) = risks(new, old, custom=True, nodes=WORKERS, gained=(), should_run=())
+    assert risk["id"] == "readiness-gate" and words in risk["message"]
+
+
+def test_moving_the_gate_from_annotation_to_field_is_no_risk() -> None:
+    """The same setting in the other place reads the same: no line."""
+    old = daemonset("agent", api_version="dsctl.io/v1")
+    old["metadata"]["annotations"] = {"dsctl.io/node-readiness-gate": "true"}
+    new = daemonset("agent", api_version="dsctl.io/v1")
+    new["spec"]["nodeReadinessGate"] = True
+    assert risks(new, old, custom=True, nodes=WORKERS, gained=(), should_run=()) == []
+
+
+def test_lifecycle_risk_lines_say_what_changes() -> None:
+    """The budget and policy lines name where the setting was and what the controller then does."""
+    found = risks(_annotated({"dsctl.io/unhealthy-node-policy": "Skip"}),
+                  _annotated({"dsctl.io/max-disruptions": "10%"}), custom=False, nodes=WORKERS, gained=(),
+                  should_run=())
+    messages = {r["id"]: r["message"] for r in found}
+    assert "dsctl.io/max-disruptions" in messages["max-disruptions-removed"]
+    assert "deletes the PodDisruptionBudget" in messages["max-disruptions-removed"]
+    assert messages["unhealthy-node-policy"].startswith("unhealthyNodePolicy changes from Count to Skip "
+                                                        "(dsctl.io/unhealthy-node-policy)")

@@ -8,20 +8,22 @@ import pytest
 
 from dsctl.daemonset.eligibility import Eligibility, Fit
 from dsctl.daemonset.extensions import rollout_controls
+from dsctl.daemonset.readinessgate import DEFAULT_TAINT
 from dsctl.view.cells import (
     CODEC,
     READINESS_TAINT,
     Cell,
+    Gate,
     Hold,
     Revision,
     State,
     cell_of,
-    gate_blocks,
+    gate_waits_for,
     holds,
     pick_pod,
     pod_state,
 )
-from tests.unit.daemonset.objects import HASH, make_ds, make_node, make_pod, taint
+from tests.unit.daemonset.objects import HASH, T0, make_ds, make_node, make_pod, taint
 
 OLD = "hash-old"
 YES = Fit(True, True)
@@ -31,7 +33,6 @@ STAYS = Fit(False, True)  # NoSchedule taint: no new pod, the running one stays
 
 @pytest.mark.parametrize(("fit", "gate", "pods", "expected"), [
     pytest.param(NO, False, [], Cell(State.NOT_WANTED), id="ineligible-no-pod"),
-    pytest.param(NO, True, [], Cell(State.GATED), id="kept-off-by-the-gate"),
     pytest.param(YES, False, [], Cell(State.MISSING), id="eligible-no-pod"),
     pytest.param(YES, False, [make_pod("n", phase="Pending")], Cell(State.PENDING, Revision.NEW), id="pending"),
     pytest.param(YES, False, [make_pod("n", phase="Pending", bound=False)], Cell(State.PENDING, Revision.NEW),
@@ -56,7 +57,7 @@ STAYS = Fit(False, True)  # NoSchedule taint: no new pod, the running one stays
 ])
 def test_cell_of(fit: Fit, gate: bool, pods: list[dict[str, Any]], expected: Cell) -> None:
     """A cell shows the pod's state and revision, or why there is no pod."""
-    assert cell_of(fit=fit, gate_blocked=gate, pods=pods, hash=HASH, generation=None) == expected
+    assert cell_of(fit=fit, pods=pods, hash=HASH, generation=None) == expected
 
 
 @pytest.mark.parametrize(("pod", "hold", "expected"), [
@@ -68,34 +69,35 @@ def test_cell_of(fit: Fit, gate: bool, pods: list[dict[str, Any]], expected: Cel
 def test_hold_shows_only_on_old_pods(pod: dict[str, Any] | None, hold: Hold, expected: Cell) -> None:
     """A hold marks an old pod; a new pod or an empty node has nothing to hold."""
     pods = [pod] if pod is not None else []
-    assert cell_of(fit=YES, gate_blocked=False, pods=pods, hash=HASH, generation=None, hold=hold) == expected
+    assert cell_of(fit=YES, pods=pods, hash=HASH, generation=None, hold=hold) == expected
 
 
 def test_generation_label_counts_as_current() -> None:
     """A pod of the current template generation is new even with another hash (as the controller judges)."""
     pod = make_pod("n", ready=True, hash=OLD)
     pod["metadata"]["labels"]["pod-template-generation"] = "7"
-    assert cell_of(fit=YES, gate_blocked=False, pods=[pod], hash=HASH, generation=7).revision is Revision.NEW
+    assert cell_of(fit=YES, pods=[pod], hash=HASH, generation=7).revision is Revision.NEW
 
 
-def test_gated_flag_is_carried() -> None:
-    """The node's readiness-gate flag is part of every cell on it."""
-    assert cell_of(fit=YES, gate_blocked=False, pods=[], hash=HASH, generation=None, gated=True).gated
+@pytest.mark.parametrize("gate", list(Gate))
+def test_gate_is_carried(gate: Gate) -> None:
+    """The node's readiness gate is part of every cell on it."""
+    assert cell_of(fit=YES, pods=[], hash=HASH, generation=None, gated=gate).gated is gate
 
 
 @pytest.mark.parametrize("cell", [
     pytest.param(Cell(), id="empty"),
-    pytest.param(Cell(State.FAILED, Revision.NEW, Hold.UNHEALTHY, True), id="all-high"),
-    pytest.param(Cell(State.READY, Revision.OLD, Hold.SELECTOR, False), id="held"),
+    pytest.param(Cell(State.FAILED, Revision.NEW, Hold.UNHEALTHY, Gate.WAITING), id="all-high"),
+    pytest.param(Cell(State.READY, Revision.OLD, Hold.SELECTOR, Gate.YES), id="held"),
 ])
 def test_code_round_trips_through_the_codec(cell: Cell) -> None:
     """``code`` packs every axis where ``CODEC`` says, and ``decode`` reverses it."""
     code = cell.code
     assert Cell.decode(code) == cell
-    for axis, value in (("state", cell.state), ("revision", cell.revision), ("hold", cell.hold)):
+    for axis, value in (("state", cell.state), ("revision", cell.revision), ("hold", cell.hold),
+                        ("gated", cell.gated)):
         spec = CODEC[axis]
         assert spec["names"][code >> spec["shift"] & (1 << spec["bits"]) - 1] == value.name
-    assert code >> CODEC["gated"]["shift"] & 1 == int(cell.gated)
 
 
 def test_codec_fields_do_not_overlap() -> None:
@@ -130,21 +132,27 @@ def test_pick_prefers_live_current_then_controller_order() -> None:
 
 
 GATE = taint(READINESS_TAINT, "NoSchedule")
+GATING = {"dsctl.io/node-readiness-gate": "true"}
 
 
-@pytest.mark.parametrize(("tolerations", "node", "expected"), [
-    pytest.param(None, make_node("n", taints=[GATE]), True, id="gate-alone-blocks"),
-    pytest.param([{"key": READINESS_TAINT, "operator": "Exists"}], make_node("n", taints=[GATE]), False,
-                 id="agent-tolerates-the-gate"),
-    pytest.param(None, make_node("n", taints=[GATE, taint("dedicated", "NoSchedule")]), False,
-                 id="another-taint-blocks-too"),
-    pytest.param(None, make_node("n"), False, id="no-gate"),
+@pytest.mark.parametrize(("annotations", "node", "pods", "waits"), [
+    pytest.param(GATING, make_node("n", taints=[GATE]), [], True, id="no-pod-yet"),
+    pytest.param(GATING, make_node("n", taints=[GATE]), [make_pod("n", ready=False)], True, id="not-ready"),
+    pytest.param(GATING, make_node("n", taints=[GATE]), [make_pod("n", ready=True, ready_since=T0 - 5)], False,
+                 id="available"),
+    pytest.param(GATING, make_node("n", taints=[GATE, taint("dedicated", "NoSchedule")]), [], False,
+                 id="another-taint-rules-it-out"),
+    pytest.param(GATING, make_node("n", labels={"pool": "b"}, taints=[GATE]), [], False, id="not-selected",),
 ])
-def test_gate_blocks(tolerations: list[dict[str, Any]] | None, node: dict[str, Any], expected: bool) -> None:
-    """Only a pod kept off by the readiness-gate taint alone counts as gated."""
-    ds = make_ds(pod_spec={"tolerations": tolerations} if tolerations else None)
-    rules = Eligibility.of(ds)
-    assert gate_blocks(rules, node, rules.check(node)) is expected
+def test_gate_waits_for(annotations: dict[str, str], node: dict[str, Any], pods: list[dict[str, Any]],
+                        waits: bool) -> None:
+    """The gate waits for a gating DaemonSet's pod exactly when the controller's plan_gate holds the node
+    for it; eligibility is judged with the readiness taint's toleration, as the controller judges it."""
+    selector = {"nodeSelector": {"pool": "a"}} if "pool" in node["metadata"]["labels"] else None
+    ds = make_ds(annotations=annotations, pod_spec=selector)
+    rules = Eligibility.of(ds, extra=(DEFAULT_TAINT.toleration(),))
+    assert gate_waits_for(key="default/foo", node=node, fit=rules.check(node), pods=pods, min_ready=0,
+                          taint=DEFAULT_TAINT, now=T0) is waits
 
 
 def _old_pods(nodes: list[str]) -> dict[str, list[dict[str, Any]]]:

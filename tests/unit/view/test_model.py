@@ -9,8 +9,9 @@ import pytest
 
 from dsctl.daemonset.hashing import compute_hash
 from dsctl.daemonset.history import plan_history
+from dsctl.daemonset.readinessgate import DEFAULT_TAINT, ReadinessTaint
 from dsctl.informer.store import BY_OWNER_UID, Store, by_owner_uid, object_key
-from dsctl.view.cells import READINESS_TAINT, Cell, Hold, Revision, State
+from dsctl.view.cells import READINESS_TAINT, Cell, Gate, Hold, Revision, State
 from dsctl.view.model import BY_OWNER_NODE, ZONE_LABEL, GridModel, Update, by_owner_node
 from dsctl.view.planfile import PlanOverlay
 from tests.unit.daemonset.objects import T0, make_ds, make_node, make_pod, taint
@@ -19,13 +20,14 @@ from tests.unit.daemonset.objects import T0, make_ds, make_node, make_pod, taint
 class Cluster:
     """Stores plus a model wired as the informers wire them: store first, then the handler."""
 
-    def __init__(self, *, plan: PlanOverlay | None = None) -> None:
+    def __init__(self, *, plan: PlanOverlay | None = None,
+                 readiness_taint: ReadinessTaint | None = DEFAULT_TAINT) -> None:
         self.daemonsets = Store()
         self.nodes = Store()
         self.pods = Store(indexers={BY_OWNER_NODE: by_owner_node, BY_OWNER_UID: by_owner_uid})
         self.revisions = Store(indexers={BY_OWNER_UID: by_owner_uid})
         self.model = GridModel(daemonsets=self.daemonsets, nodes=self.nodes, pods=self.pods,
-                               revisions=self.revisions, plan=plan)
+                               revisions=self.revisions, plan=plan, readiness_taint=readiness_taint, wall=lambda: T0)
 
     def put_ds(self, ds: dict[str, Any]) -> None:
         old, new = self.daemonsets.upsert(ds)
@@ -238,12 +240,71 @@ def test_nodes_skipped_as_unhealthy_are_coloured() -> None:
     assert c.cell("node-0").hold is Hold.NONE
 
 
-def test_readiness_gate(cluster: Cluster) -> None:
-    """A node under the readiness-gate taint shows gated cells for DaemonSets it keeps off."""
+GATE = taint(READINESS_TAINT, "NoSchedule")
+
+
+def test_a_node_under_the_readiness_taint_still_wants_every_agent(cluster: Cluster) -> None:
+    """Every daemon pod tolerates the readiness taint (as the controller makes it): a tainted node shows
+    the pod as missing, not kept off, and the cell marks the node gated."""
     cluster.model.flush()
-    cluster.put_node(make_node("node-1", taints=[taint(READINESS_TAINT, "NoSchedule")]))
+    cluster.put_node(make_node("node-1", taints=[GATE]))
     update = cluster.model.flush()
-    assert update is not None and update.cells == (0, 1, Cell(State.GATED, gated=True).code)
+    assert update is not None and update.cells == (0, 1, Cell(State.MISSING, gated=Gate.YES).code)
+
+
+def test_without_a_gate_the_taint_keeps_the_pod_off() -> None:
+    """--readiness-taint "" (the controller runs without the gate): the taint is an ordinary one."""
+    c = Cluster(readiness_taint=None)
+    c.put_node(make_node("node-0", taints=[GATE]))
+    c.put_ds(make_ds())
+    c.model.flush()
+    assert c.cell("node-0") == Cell(State.NOT_WANTED)
+
+
+def test_another_readiness_taint_is_the_one_tolerated() -> None:
+    """--readiness-taint names the taint: the default key is then an ordinary taint, the named one gated."""
+    c = Cluster(readiness_taint=ReadinessTaint("example.com/not-ready"))
+    c.put_node(make_node("node-0", taints=[GATE]))
+    c.put_node(make_node("node-1", taints=[taint("example.com/not-ready", "NoSchedule")]))
+    c.put_ds(make_ds())
+    c.model.flush()
+    assert [c.cell("node-0"), c.cell("node-1")] == [Cell(State.NOT_WANTED), Cell(State.MISSING, gated=Gate.YES)]
+
+
+def test_the_gate_waits_for_a_gating_agent_until_its_pod_is_available() -> None:
+    """A gating DaemonSet's cell on a tainted node is WAITING until its pod is Ready (plan_gate's own
+    answer); another DaemonSet's cell there only marks the node gated."""
+    c = Cluster()
+    c.put_node(make_node("node-0", taints=[GATE]))
+    c.put_ds(make_ds(annotations={"dsctl.io/node-readiness-gate": "true"}))
+    c.put_ds(make_ds("other", uid="other-uid"))
+    c.model.flush()
+    assert c.cell("node-0").gated is Gate.WAITING
+    assert c.cell("node-0", "default/other").gated is Gate.YES
+    starting = make_pod("node-0", hash=current_hash(make_ds()), ready=False)
+    c.put_pod(starting)
+    c.model.flush()
+    assert (c.cell("node-0").state, c.cell("node-0").gated) == (State.NOT_READY, Gate.WAITING)
+    ready = make_pod("node-0", hash=current_hash(make_ds()), ready=True, ready_since=T0 - 5)
+    ready["metadata"] = starting["metadata"]
+    c.put_pod(ready)
+    c.model.flush()
+    assert (c.cell("node-0").state, c.cell("node-0").gated) == (State.READY, Gate.YES)
+
+
+def test_rollout_skipped_nodes_is_in_the_header(cluster: Cluster) -> None:
+    """The controller's RolloutSkippedNodes condition reaches the header with its message."""
+    ds = make_ds()
+    ds["status"] = {"conditions": [{"type": "RolloutSkippedNodes", "status": "True", "reason": "UnhealthyNodes",
+                                    "message": "1 node is left out of the rolling update, not Ready for 60s or "
+                                               "more: node-0"}]}
+    cluster.model.flush()
+    cluster.put_ds(ds)
+    update = cluster.model.flush()
+    assert update is not None
+    (condition,) = update.headers[0]["conditions"]
+    assert condition == {"type": "RolloutSkippedNodes", "status": "True", "reason": "UnhealthyNodes",
+                         "message": ds["status"]["conditions"][0]["message"]}
 
 
 def test_node_joining_and_leaving_changes_the_layout(cluster: Cluster) -> None:
@@ -308,8 +369,9 @@ def test_details(cluster: Cluster) -> None:
     cluster.model.flush()
     details = cluster.model.details("default/foo", "node-0")
     assert details is not None
-    assert details["cell"] == {"state": "READY", "revision": "OLD", "hold": "NONE", "gated": False,
+    assert details["cell"] == {"state": "READY", "revision": "OLD", "hold": "NONE", "gated": False, "gate": "NO",
                                "code": Cell(State.READY, Revision.OLD).code}
+    assert details["readinessTaint"] == "dsctl.io/agents-not-ready:NoSchedule"
     assert [p["name"] for p in details["pods"]] == [pod["metadata"]["name"]]
     assert details["pods"][0]["current"] is False
     assert details["node"]["name"] == "node-0"
