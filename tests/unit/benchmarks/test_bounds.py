@@ -28,7 +28,7 @@ def test_rolling_update_bound(desired: int, max_unavailable: int | str, startup:
 ])
 def test_the_write_bound_counts_a_delete_and_a_create_per_node(
         desired: int, rate: float | None, write_seconds: float, api_seconds: float) -> None:
-    """Each node costs two writes at the raw rate; the bound with the API is the larger of the two bounds, not their sum."""
+    """Each node costs two writes at the raw rate; the API bound is the larger of the two bounds, not their sum."""
     bound = rolling_update_bound(desired, "10%", startup=0.5, termination=1.0, write_rate=rate)
     assert bound.write_seconds == pytest.approx(write_seconds)
     assert bound.api_seconds == pytest.approx(api_seconds)
