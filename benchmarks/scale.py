@@ -33,9 +33,14 @@ sizes and the list and watch):
   merge patch of its conditions' heartbeats every ``nodeStatusReportFrequency``, 5 minutes
   with node leases: the lease renewals every 10 s are left out, the controller watches no
   node leases), ``--window-seconds`` measured: the controller's writes and CPU;
+- node join: also the garbage collections and the slowest syncs in its window, which tell
+  what a slow join waited for;
 - a rolling update of the last DaemonSet (new image, ``maxUnavailable: 10%``): wall time to
   every pod updated and available, against the bound of start-up delay (with the simulator's
-  termination cap) times the number of waves.
+  termination cap) times the number of waves, and against the larger of that and the write
+  bound, a delete and a create per node at the raw create rate (ADR 0196).
+
+``--stages`` picks the controller stages after the cold start (relist, join, steady, rollout).
 
 The controller runs with its client's rate limit lifted (the simulator is the limit under
 test), the simulator with ``--pod-startup-seconds`` (default 0.5). ``--profile-sim`` and
@@ -85,6 +90,8 @@ CONTROLLER_AGENT = "dsctl/"
 STATUS_REPORT_SECONDS = 300.0
 """The kubelet's default ``nodeStatusReportFrequency`` with node leases: a node whose status
 did not change reports it every 5 minutes."""
+STAGES = ("relist", "join", "steady", "rollout")
+"""The controller stages after its cold start, in the order they run (``--stages``)."""
 UNLIMITED = ("--kube-api-qps", "1000000", "--kube-api-burst", "1000000")
 WRAPPERS = (
     "RequestHandler._handle_request", "_handle (dsctl_sim/server.py)", "build_server.<locals>.handler",
@@ -535,17 +542,22 @@ async def steady_state(sim: SimProcess, ctl: ControllerProcess, pid: int, *, nod
 
 
 async def rolling_update(sim: SimProcess, pid: int, args: argparse.Namespace, *, index: int, desired: int,
-                         profiled: bool) -> dict[str, Any]:
-    """A new image for one DaemonSet: wall time to every pod updated and available, against the bound.
+                         profiled: bool, write_rate: float | None) -> dict[str, Any]:
+    """A new image for one DaemonSet: wall time to every pod updated and available, against the
+    wave bound and against the bound with the API's write rate (``write_rate``, the raw create
+    rate of the same run; ADR 0196).
 
     The wait ends at ``--rollout-budget`` seconds: a rollout still running then is reported with
     its progress and the wall time its pace over the last minute implies.
     """
     patch = {"spec": {"template": {"spec": {"containers": [{"name": "agent", "image": "registry.example/agent:2.0"}]}}}}
-    bound = rolling_update_bound(desired, "10%", startup=args.pod_startup_seconds, termination=SIM_TERMINATION_CAP)
+    bound = rolling_update_bound(desired, "10%", startup=args.pod_startup_seconds, termination=SIM_TERMINATION_CAP,
+                                 write_rate=write_rate)
     out: dict[str, Any] = {"pods": desired, "max_unavailable": "10%", "budget": bound.budget, "waves": bound.waves,
                            "startup_seconds": args.pod_startup_seconds, "termination_seconds": SIM_TERMINATION_CAP,
-                           "bound_seconds": round(bound.seconds, 1)}
+                           "bound_seconds": round(bound.seconds, 1), "write_rate": write_rate,
+                           "write_bound_seconds": round(bound.write_seconds, 1),
+                           "api_bound_seconds": round(bound.api_seconds, 1)}
     progress: list[tuple[float, int]] = []
     async with profile(pid if profiled else None, f"{args.name}-controller-rollout") as ctl_hot, \
             profile(sim.pid if profiled else None, f"{args.name}-sim-rollout") as sim_hot:
@@ -574,14 +586,16 @@ async def rolling_update(sim: SimProcess, pid: int, args: argparse.Namespace, *,
             mark += 60.0
     out["updated_percent_each_minute"] = by_minute
     if finished:
-        out.update(finished=True, wall_seconds=round(wall, 1), wall_over_bound=round(wall / bound.seconds, 2))
+        out.update(finished=True, wall_seconds=round(wall, 1), wall_over_bound=round(wall / bound.seconds, 2),
+                   wall_over_api_bound=round(wall / bound.api_seconds, 2))
     else:
         recent = [(t, u) for t, u in progress if t >= wall - 60] or progress
         pace = (recent[-1][1] - recent[0][1]) / max(1e-9, recent[-1][0] - recent[0][0])
         estimate = wall + (desired - progress[-1][1]) / pace if pace > 0 else None
         out.update(finished=False, budget_seconds=args.rollout_budget, updated_at_budget=progress[-1][1],
                    estimated_wall_seconds=round(estimate, 1) if estimate else None,
-                   wall_over_bound=round(estimate / bound.seconds, 2) if estimate else None)
+                   wall_over_bound=round(estimate / bound.seconds, 2) if estimate else None,
+                   wall_over_api_bound=round(estimate / bound.api_seconds, 2) if estimate else None)
     if ctl_hot:
         out["controller_profile"] = costs(ctl_hot)
     if sim_hot:
@@ -626,37 +640,106 @@ async def controller_part(sim: SimProcess, args: argparse.Namespace, out: dict[s
                          "sim_rss_mib": mib(rss_mib(sim.pid)[0])}
         log("cold start", **{k: out["cold_start"].get(k) for k in ("created_seconds", "ready_seconds")},
             rss_mib=mib(rss))
-        await stage(out, "forced_relist", forced_relist(sim, ctl, pid, timeout=args.timeout))
-        log("relist", **{k: out["forced_relist"].get(k) for k in ("seconds", "peak_over_steady")})
-        await stage(out, "node_join", joins(sim, ctl, pid, args, nodes=nodes))
-        log("node join", **(out["node_join"].get("all_pods_created") or {}))
-        await stage(out, "steady_state", steady_state(sim, ctl, pid, nodes=nodes, window=args.window_seconds,
-                                                      warmup=args.warmup_seconds))
-        log("steady state", **{k: out["steady_state"].get(k) for k in ("controller_writes", "controller_cpu_percent")})
-        await stage(out, "rolling_update", rolling_update(sim, pid, args, index=last, desired=nodes + args.joins,
-                                                          profiled=profiled))
-        log("rolling update", **{k: out["rolling_update"].get(k)
-                                 for k in ("finished", "wall_seconds", "estimated_wall_seconds", "wall_over_bound")})
+        if "relist" in args.stages:
+            await stage(out, "forced_relist", forced_relist(sim, ctl, pid, timeout=args.timeout))
+            log("relist", **{k: out["forced_relist"].get(k) for k in ("seconds", "peak_over_steady")})
+        joined = 0
+        if "join" in args.stages:
+            await stage(out, "node_join", joins(sim, ctl, pid, args, nodes=nodes))
+            log("node join", **(out["node_join"].get("all_pods_created") or {}))
+            joined = args.joins
+        if "steady" in args.stages:
+            await stage(out, "steady_state", steady_state(sim, ctl, pid, nodes=nodes, window=args.window_seconds,
+                                                          warmup=args.warmup_seconds))
+            log("steady state",
+                **{k: out["steady_state"].get(k) for k in ("controller_writes", "controller_cpu_percent")})
+        if "rollout" in args.stages:
+            await stage(out, "rolling_update", rolling_update(sim, pid, args, index=last, desired=nodes + joined,
+                                                              profiled=profiled, write_rate=raw_write_rate(out)))
+            log("rolling update", **{k: out["rolling_update"].get(k)
+                                     for k in ("finished", "wall_seconds", "estimated_wall_seconds",
+                                               "wall_over_bound", "wall_over_api_bound")})
         out["controller_final"] = proc_usage(pid)
         out["controller_launched_to_end_seconds"] = round(time.monotonic() - launched, 1)
 
 
+def raw_write_rate(out: dict[str, Any]) -> float | None:
+    """The raw create rate on this simulator as filled: the last DaemonSet the raw client
+    posted (the cold start's baseline), else the fresh simulator's sample."""
+    posted = (out.get("posted_by_daemonset") or [{}])[-1].get("creates_per_second")
+    rate = posted or dig(out, ("raw", "creates_per_second"))
+    return float(rate) if rate else None
+
+
 async def joins(sim: SimProcess, ctl: ControllerProcess, pid: int, args: argparse.Namespace, *,
                 nodes: int) -> dict[str, Any]:
-    """``--joins`` nodes created one at a time: until one pod of every DaemonSet targets each."""
+    """``--joins`` nodes created one at a time: until one pod of every DaemonSet targets each.
+
+    The joins start once the controller is idle: after the forced relist of a million pods it
+    stays busy for seconds after its informers report the relist done, and a join in that
+    time measures the relist, not the join (the first join of a run that did not wait took
+    ten times the others, with no collection and no full plan in the window). The wait is
+    reported (``controller_settle_seconds``).
+    """
+    settle = await wait_idle(pid, share=0.2, timeout=120.0)
     rv = (await sim.stats())["resourceVersion"]
     watch = PodWatch(sim.url, since=rv)
     await watch.start()
     try:
         cpu_before = proc_usage(pid)["cpu_seconds"]
+        collections_before, plans_before = await collections(ctl), await plans(ctl)
+        logged = len(ctl.logs)
         timed = await time_joins(sim, watch, joins=args.joins, daemonsets=args.daemonsets, first_index=nodes,
                                  interval=args.join_interval, timeout=60.0)
         cpu = proc_usage(pid)["cpu_seconds"] - cpu_before
+        collections_after, plans_after = await collections(ctl), await plans(ctl)
     finally:
         await watch.stop()
-    timed.pop("all_pods_created_ms", None)
-    return {"joins": args.joins, "daemonsets": args.daemonsets, **timed,
-            "controller_cpu_ms_per_join": round(1000 * cpu / args.joins, 1)}
+    return {"joins": args.joins, "daemonsets": args.daemonsets, "controller_settle_seconds": round(settle, 1), **timed,
+            "controller_cpu_ms_per_join": round(1000 * cpu / args.joins, 1),
+            "controller_gc_in_window": {g: {"collections": int(after["count"] - collections_before[g]["count"]),
+                                            "seconds": round(after["sum"] - collections_before[g]["sum"], 3)}
+                                        for g, after in collections_after.items()},
+            "plans_in_window": {k: int(v - plans_before.get(k, 0.0)) for k, v in plans_after.items()},
+            "slowest_syncs_in_window": slowest_syncs(ctl.logs[logged:])}
+
+
+async def plans(ctl: ControllerProcess) -> dict[str, float]:
+    """The controller's sync plans and planned nodes so far, by mode (full, incremental)."""
+    _, text = await ctl.get("/metrics")
+    out: dict[str, float] = {}
+    for line in str(text).splitlines():
+        for metric, label in (("dsctl_sync_plans_total", "plans"), ("dsctl_sync_planned_nodes_total", "nodes")):
+            if line.startswith(metric + "{"):
+                mode = line.split('mode="', 1)[1].split('"', 1)[0]
+                out[f"{label}_{mode}"] = float(line.rpartition(" ")[2])
+    return out
+
+
+async def collections(ctl: ControllerProcess) -> dict[str, dict[str, float]]:
+    """The controller's garbage collections so far, count and seconds by generation
+    (``dsctl_gc_collection_seconds``; empty for a controller without the metric)."""
+    _, text = await ctl.get("/metrics")
+    out: dict[str, dict[str, float]] = {}
+    for generation in ("0", "1", "2"):
+        count = total = 0.0
+        for line in str(text).splitlines():
+            if f'generation="{generation}"' not in line or not line.startswith("dsctl_gc_collection_seconds_"):
+                continue
+            if line.startswith("dsctl_gc_collection_seconds_count"):
+                count = float(line.rpartition(" ")[2])
+            elif line.startswith("dsctl_gc_collection_seconds_sum"):
+                total = float(line.rpartition(" ")[2])
+        out[generation] = {"count": count, "sum": total}
+    return out
+
+
+def slowest_syncs(logs: Sequence[dict[str, Any]], *, count: int = 5) -> list[dict[str, Any]]:
+    """The longest syncs the controller logged (those that wrote), with what they planned."""
+    syncs = [e for e in logs if e.get("event") == "sync" and isinstance(e.get("duration_ms"), (int, float))]
+    syncs.sort(key=lambda e: -float(e["duration_ms"]))
+    keep = ("key", "duration_ms", "mode", "planned_nodes", "creates", "deletes", "status_only", "timestamp")
+    return [{k: e.get(k) for k in keep} for e in syncs[:count]]
 
 
 # -- one size, the run, the report --------------------------------------------------------------
@@ -726,6 +809,7 @@ def growth(small: dict[str, Any], large: dict[str, Any]) -> dict[str, Any]:
         "node_join_p99_ms": ("node_join", "all_pods_created", "p99_ms"),
         "steady_state_cpu_percent": ("steady_state", "controller_cpu_percent"),
         "rolling_update_wall_over_bound": ("rolling_update", "wall_over_bound"),
+        "rolling_update_wall_over_api_bound": ("rolling_update", "wall_over_api_bound"),
     }
     out: dict[str, Any] = {}
     for name, path in paths.items():
@@ -768,6 +852,7 @@ def headline(result: dict[str, Any]) -> dict[str, Any]:
             "steady_state_writes": dig(figures, ("steady_state", "controller_writes")),
             "steady_state_cpu_percent": dig(figures, ("steady_state", "controller_cpu_percent")),
             "rolling_update_wall_over_bound": dig(figures, ("rolling_update", "wall_over_bound")),
+            "rolling_update_wall_over_api_bound": dig(figures, ("rolling_update", "wall_over_api_bound")),
             "rolling_update_finished": dig(figures, ("rolling_update", "finished")),
         }
     return rows
@@ -834,6 +919,8 @@ def main(argv: list[str] | None = None) -> None:
                              "processes during the rolling update")
     parser.add_argument("--rollout-budget", type=float, default=480.0,
                         help="seconds to wait for the rolling update; past it, its pace gives the estimate")
+    parser.add_argument("--stages", nargs="*", choices=STAGES, default=list(STAGES),
+                        help="the controller stages after the cold start to run (default: all)")
     parser.add_argument("--name", default=NAME, help="basename of the result file")
     args = parser.parse_args(argv)
     if args.daemonsets < 2 and args.only != "sim":

@@ -27,7 +27,7 @@ import structlog
 from prometheus_client import Info, disable_created_metrics
 
 from dsctl import __version__
-from dsctl.app.collector import freeze_caches, tune_collector
+from dsctl.app.collector import CollectionTimer, freeze_caches, tune_collector
 from dsctl.app.config import RESOURCE_CRD, Settings
 from dsctl.app.health import HealthChecks
 from dsctl.app.http import HttpEndpoints, build_registry
@@ -70,6 +70,7 @@ async def run(
     disable_created_metrics()  # type: ignore[no-untyped-call]
     me = identity()
     registry = build_registry()
+    gc_timer = CollectionTimer(registry=registry)
     Info("dsctl_build", "Build information.", registry=registry).info(
         {"version": __version__, "python": sys.version.split()[0]}
     )
@@ -77,6 +78,8 @@ async def run(
     exit_code = 0
     lost = asyncio.Event()
     async with contextlib.AsyncExitStack() as stack:
+        gc_timer.start()
+        stack.callback(gc_timer.stop)
         agent = f"dsctl/{__version__} ({me})"
         client = await KubeClient.from_config(
             kubeconfig=settings.kubeconfig or None,

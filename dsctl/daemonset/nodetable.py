@@ -39,8 +39,18 @@ from dsctl.daemonset.manage import manage_node
 from dsctl.daemonset.nodelifecycle import HEALTHY, NodeFacts, counts_when_unhealthy
 from dsctl.daemonset.podplan import Plan, merge_plans
 from dsctl.daemonset.sharedmap import SharedMap
+from dsctl.daemonset.sortednames import SortedNames
 from dsctl.daemonset.status import NO_COUNTS, Counts, Status, node_counts, status_of
 from dsctl.daemonset.template import is_pod_updated
+from dsctl.daemonset.update import (
+    CANDIDATE,
+    OUT,
+    REPLACE,
+    UNAVAILABLE,
+    NoSurgeNodes,
+    find_updated_pods_on_node,
+    no_surge_role,
+)
 from dsctl_api.objects import deletion_timestamp, is_map
 from dsctl_api.pods import is_pod_available, is_pod_ready
 
@@ -87,6 +97,18 @@ class NodeOutcome:
     extra: int = 0
     """Running pods beyond the one the node should run (surge, excess, misscheduled): pods a
     PodDisruptionBudget counts as healthy that no node's availability needs."""
+    roll: int = OUT
+    """The node's part in a rolling update without surge (``update.no_surge_role``); ``OUT``
+    under a basis that allows surge, where the rolling update plans every node."""
+    roll_wait: float | None = None
+    """The requeue the node's pods ask of that rolling update."""
+
+
+def _roll(basis: Basis, fit: Fit | None, live: tuple[Obj, ...], now: float) -> tuple[int, float | None]:
+    if basis.surge:
+        return OUT, None
+    return no_surge_role(live, should_run=fit is not None and fit.should_run, hash=basis.hash,
+                         generation=basis.template_generation, min_ready=basis.min_ready, now=now)
 
 
 def plan_node(
@@ -123,12 +145,14 @@ def plan_node(
     if since is not None and fit is not None and (should_run or live) and not counts_when_unhealthy(
             live, since=since, hash=basis.hash, generation=basis.template_generation):
         skip_since = since
+    roll, roll_wait = _roll(basis, fit, live, now)
     return NodeOutcome(node=node, fit=fit, pods=live, manage=manage, counts=counts, volatile=volatile, old=old,
                        skip_since=skip_since, departing=departing, held=departing is not None and should_run
-                       and not running, extra=extra)
+                       and not running, extra=extra, roll=roll, roll_wait=roll_wait)
 
 
 _TERMINAL = ("Failed", "Succeeded")
+_COUNTS_UNAVAILABLE = frozenset((UNAVAILABLE, REPLACE))
 
 
 def _one_pod(node: str, fit: Fit, live: tuple[Obj, ...], manage: Plan, *, basis: Basis, now: float) -> NodeOutcome:
@@ -145,8 +169,10 @@ def _one_pod(node: str, fit: Fit, live: tuple[Obj, ...], manage: Plan, *, basis:
         counts = (0, 0, 1, 0, 0, 0)
     pod_phase = phase(pod)
     volatile = manage.requeue_after is not None or waiting or pod_phase == "Failed"
+    roll, roll_wait = _roll(basis, fit, live, now)
     return NodeOutcome(node=node, fit=fit, pods=live, manage=manage, counts=counts, volatile=volatile,
-                       old=not updated, extra=0 if fit.should_run or pod_phase in _TERMINAL else 1)
+                       old=not updated, extra=0 if fit.should_run or pod_phase in _TERMINAL else 1,
+                       roll=roll, roll_wait=roll_wait)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +204,14 @@ class NodeTable:
     """Departing nodes where a pod would otherwise be created or replaced."""
     extra: int = 0
     """The sum of ``NodeOutcome.extra``."""
+    roll_unavailable: int = 0
+    """Nodes whose ``NodeOutcome.roll`` is ``UNAVAILABLE`` or ``REPLACE``."""
+    roll_replace: frozenset[str] = frozenset()
+    """Nodes whose ``roll`` is ``REPLACE``."""
+    roll_candidates: SortedNames = field(default_factory=SortedNames)
+    """Nodes whose ``roll`` is ``CANDIDATE``, in name order: the rolling update takes the first."""
+    roll_waiting: frozenset[str] = frozenset()
+    """Nodes with a ``roll_wait``."""
 
     def updated(self, outcomes: Iterable[NodeOutcome], *, gone: Iterable[str] = ()) -> NodeTable:
         """This table with ``outcomes`` replacing their nodes' entries and ``gone`` dropped.
@@ -192,9 +226,12 @@ class NodeTable:
         stopped: set[str] = set()  # nodes leaving ``creating``
         started: set[str] = set()  # nodes joining it
         old, extra = self.old, self.extra
+        roll_unavailable = self.roll_unavailable
+        replace, waiting = set(self.roll_replace), set(self.roll_waiting)
+        candidates: dict[str, bool] = {}  # a node joining (True) or leaving (False) ``roll_candidates``
 
         def drop(node: str) -> None:
-            nonlocal old, extra
+            nonlocal old, extra, roll_unavailable
             previous = changes[node] if node in changes else before.get(node)
             if previous is None:
                 return
@@ -211,6 +248,14 @@ class NodeTable:
             unhealthy.discard(node)
             departing.discard(node)
             held.discard(node)
+            roll = previous.roll
+            if roll in _COUNTS_UNAVAILABLE:
+                roll_unavailable -= 1
+            if roll == REPLACE:
+                replace.discard(node)
+            elif roll == CANDIDATE:
+                candidates[node] = False
+            waiting.discard(node)
 
         for node in gone:
             drop(node)
@@ -240,6 +285,15 @@ class NodeTable:
                 acting.add(node)
             if outcome.volatile:
                 volatile.add(node)
+            roll = outcome.roll
+            if roll in _COUNTS_UNAVAILABLE:
+                roll_unavailable += 1
+            if roll == REPLACE:
+                replace.add(node)
+            elif roll == CANDIDATE:
+                candidates[node] = True
+            if outcome.roll_wait is not None:
+                waiting.add(node)
         table = before.updated([(n, o) for n, o in changes.items() if o is not None],
                                drop=[n for n, o in changes.items() if o is None])
         return NodeTable(basis=self.basis, outcomes=table,
@@ -247,7 +301,10 @@ class NodeTable:
                          creating=_resorted(self.creating, stopped, started),
                          acting=frozenset(acting), volatile=frozenset(volatile), old=old,
                          unhealthy=_frozen(unhealthy, self.unhealthy), departing=_frozen(departing, self.departing),
-                         held=_frozen(held, self.held), extra=extra)
+                         held=_frozen(held, self.held), extra=extra, roll_unavailable=roll_unavailable,
+                         roll_replace=_frozen(replace, self.roll_replace),
+                         roll_candidates=self.roll_candidates.updated(candidates),
+                         roll_waiting=_frozen(waiting, self.roll_waiting))
 
     def manage_plan(self) -> Plan:
         """The manage plan of the whole DaemonSet: every node's plan (``creating`` and ``acting``)
@@ -277,6 +334,41 @@ class NodeTable:
                 for i, value in enumerate(outcome.counts):
                     totals[i] -= value
         return (totals[0], totals[1], totals[2], totals[3], totals[4], totals[5])
+
+    def no_surge_nodes(self, excluded: frozenset[str] = frozenset()) -> NoSurgeNodes:
+        """The per-node roles summed for ``update.plan_no_surge``, ``excluded`` nodes left out.
+
+        Costs what the excluded nodes, the nodes with a requeue and the nodes picked cost, not
+        what the table holds (ADR 0195). Meaningful only under a basis without surge.
+        """
+        unavailable, replace, waiting = self.roll_unavailable, self.roll_replace, self.roll_waiting
+        skipped = 0
+        if excluded:
+            for node in excluded:
+                outcome = self.outcomes.get(node)
+                if outcome is None:
+                    continue
+                if outcome.roll in _COUNTS_UNAVAILABLE:
+                    unavailable -= 1
+                elif outcome.roll == CANDIDATE:
+                    skipped += 1
+            replace, waiting = replace - excluded, waiting - excluded
+        ordered = self.roll_candidates
+
+        def candidates(count: int) -> list[str]:
+            if not skipped:
+                return ordered.first(count)
+            return [n for n in ordered.first(count + skipped) if n not in excluded][:count]
+
+        waits = [w for n in waiting if (w := self.outcomes[n].roll_wait) is not None]
+        return NoSurgeNodes(desired=self.totals[0], unavailable=unavailable, replace=sorted(replace),
+                            candidates=candidates, old_pod=self._old_pod, requeue=min(waits) if waits else None)
+
+    def _old_pod(self, node: str) -> Obj | None:
+        outcome, basis = self.outcomes.get(node), self.basis
+        if outcome is None or basis is None:
+            return None
+        return find_updated_pods_on_node(outcome.pods, basis.hash, basis.template_generation).old
 
     def should_run(self) -> list[str]:
         """Nodes where the pod should run (for the rolling update's budgets)."""

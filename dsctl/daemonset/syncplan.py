@@ -77,7 +77,13 @@ from dsctl.daemonset.reasons import (
 )
 from dsctl.daemonset.status import Status, availability_requeue
 from dsctl.daemonset.template import target_node, template_generation
-from dsctl.daemonset.update import InvalidRollout, held_nodes, plan_rolling_update, update_strategy_type
+from dsctl.daemonset.update import (
+    InvalidRollout,
+    held_nodes,
+    plan_no_surge,
+    plan_rolling_update,
+    update_strategy_type,
+)
 from dsctl.daemonset.validation import validate_daemonset
 from dsctl_api.labels import Selector, SelectorError, selector_from_label_selector
 from dsctl_api.objects import as_int, as_map, deletion_timestamp, is_map
@@ -532,7 +538,9 @@ def _with_rolling_update(ds: Obj, table: NodeTable, history: hist.HistoryPlan, m
     """Manage's plan (which writes nothing) merged with the rolling update's.
 
     The per-node pass runs only while some node holds a pod of another revision
-    (``NodeTable.old``); otherwise only the strategy is checked, as the full pass would. An
+    (``NodeTable.old``); otherwise only the strategy is checked, as the full pass would.
+    Without surge and with no rollout control holding nodes back, it is read from the roles
+    the table keeps per node (``update.plan_no_surge``); otherwise every node is walked. An
     unreadable control holds the whole rolling update, and says so.
     """
     if isinstance(controls, InvalidControl):
@@ -540,6 +548,17 @@ def _with_rolling_update(ds: Obj, table: NodeTable, history: hist.HistoryPlan, m
                             f"{controls.field}: {controls.message}; the rolling update is held until it is fixed"))
         controls = RolloutControls(paused=True)
     has_old = table.old > 0
+    if has_old and not controls.holds_back and table.basis is not None and not table.basis.surge:
+        # Without surge and with no node held back, the table keeps each node's part in the
+        # pass: the same plan at a cost that follows what changed (ADR 0195).
+        try:
+            update = plan_no_surge(ds=ds, nodes=table.no_surge_nodes(excluded), hash=history.hash,
+                                   controls=controls,
+                                   old_templates=templates_by_hash(history.old) if controls.in_place else None)
+        except InvalidRollout as exc:
+            events.append(Event("Warning", INVALID_ROLLOUT, f"{exc.field}: {exc.message}"))
+            return manage
+        return merge_plans([manage, update]) if not update.empty else manage
     should_run = table.should_run() if has_old else [""] * table.totals[0]
     labels = _node_labels(view) if controls.selector is not None and has_old else None
     old_templates = templates_by_hash(history.old) if controls.in_place and has_old else None

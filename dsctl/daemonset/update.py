@@ -31,7 +31,7 @@ counts as unavailable until its kubelet has restarted the changed containers and
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -47,7 +47,13 @@ from dsctl_api.timefmt import parse_rfc3339
 
 __all__ = [
     "AVAILABILITY_REQUEUE_MARGIN",
+    "AVAILABLE",
+    "CANDIDATE",
+    "OUT",
+    "REPLACE",
+    "UNAVAILABLE",
     "InvalidRollout",
+    "NoSurgeNodes",
     "NodePods",
     "RolloutLimits",
     "find_updated_pods_on_node",
@@ -55,7 +61,10 @@ __all__ = [
     "is_pod_updated",
     "max_surge",
     "max_unavailable",
+    "no_surge_role",
+    "plan_no_surge",
     "plan_rolling_update",
+    "rollout_limits",
     "update_strategy_type",
     "updated_desired_node_counts",
 ]
@@ -135,7 +144,11 @@ def updated_desired_node_counts(ds: Obj, nodes_should_run: Collection[str]) -> R
     rollout can progress (the API rejects 0/0, but a stale or hand-made object may carry it).
     Raises ``InvalidRollout`` on malformed values.
     """
-    desired = len(nodes_should_run)
+    return rollout_limits(ds, len(nodes_should_run))
+
+
+def rollout_limits(ds: Obj, desired: int) -> RolloutLimits:
+    """``updated_desired_node_counts`` for a caller that knows only how many nodes should run the pod."""
     surge = max_surge(ds, desired)
     unavailable = max_unavailable(ds, desired)
     if desired > 0 and surge == 0 and unavailable == 0:
@@ -247,7 +260,8 @@ def plan_rolling_update(
         deletes: list[PodRef] = _no_surge(nodes, limits, state)
         creates: list[str] = []
         if controls.in_place and deletes:
-            deletes, updates = _in_place(ds, nodes, deletes, old_templates=old_templates or {}, hash=hash,
+            old_pods = {uid(found.old): found.old for _, found in nodes if found.old is not None}
+            deletes, updates = _in_place(ds, old_pods, deletes, old_templates=old_templates or {}, hash=hash,
                                          generation=generation)
     else:
         creates, deletes = _surge(nodes, limits, state, set(nodes_should_run))
@@ -273,11 +287,10 @@ def held_nodes(
 
 
 def _in_place(
-    ds: Obj, nodes: list[tuple[str, NodePods]], picked: list[PodRef], *, old_templates: Mapping[str, Obj],
+    ds: Obj, old_pods: Mapping[str, Obj], picked: list[PodRef], *, old_templates: Mapping[str, Obj],
     hash: str, generation: int | None,
 ) -> tuple[list[PodRef], list[PodUpdate]]:
-    """Split the pods the no-surge pass picked into in-place updates and deletes."""
-    old_pods = {uid(found.old): found.old for _, found in nodes if found.old is not None}
+    """Split the pods the no-surge pass picked (``old_pods`` by UID) into in-place updates and deletes."""
     current = template(ds)
     memo: dict[str, tuple[ImageChange, ...] | None] = {}
     deletes: list[PodRef] = []
@@ -313,6 +326,45 @@ def _has_old_pods(pods_by_node: Mapping[str, Sequence[Obj]], template_hash: str,
     return False
 
 
+OUT = 0
+"""No pod there and none should run: the node is not part of the pass."""
+UNAVAILABLE = 1
+"""Counts as unavailable and offers nothing to delete (no pod, a new pod not yet available,
+an old and a new pod, or an excess that manage prunes first)."""
+AVAILABLE = 2
+"""Runs an available new pod."""
+REPLACE = 3
+"""Runs an old pod that is unavailable: counts as unavailable, and its pod goes at once."""
+CANDIDATE = 4
+"""Runs an available old pod: deleted while the budget allows, in node-name order."""
+
+
+def _role(found: NodePods, state: _Pass) -> int:
+    """A node's part in the no-surge pass (``OUT`` is the caller's: a node outside the view)."""
+    new, old = found.new, found.old
+    if not found.ok or (new is None) == (old is None):
+        return UNAVAILABLE
+    if new is not None:
+        return AVAILABLE if state.available(new) else UNAVAILABLE
+    assert old is not None
+    return CANDIDATE if state.available(old) else REPLACE
+
+
+def no_surge_role(pods: Sequence[Obj], *, should_run: bool, hash: str, generation: int | None, min_ready: int,
+                  now: float) -> tuple[int, float | None]:
+    """One node's part in the no-surge pass at ``now``, and the requeue its pods ask for (a Ready
+    pod not yet available): what ``plan_rolling_update`` finds for the node, kept per node by a
+    caller that re-plans only the nodes that changed (``nodetable.NodeTable``, ADR 0195).
+
+    Both depend on time only while a pod waits out ``minReadySeconds``, and such a node is
+    re-planned every sync (``NodeOutcome.volatile``).
+    """
+    if not pods and not should_run:
+        return OUT, None
+    state = _Pass(min_ready=min_ready, now=now)
+    return _role(find_updated_pods_on_node(pods, hash, generation), state), state.requeue
+
+
 def _no_surge(nodes: list[tuple[str, NodePods]], limits: RolloutLimits, state: _Pass) -> list[PodRef]:
     # Assumptions:
     # - manage keeps at most one pod per node, recreates a pod on every node left empty (with
@@ -326,27 +378,75 @@ def _no_surge(nodes: list[tuple[str, NodePods]], limits: RolloutLimits, state: _
     # - A node with an excess of pods (ok=False) or with both an old and a new pod is left to
     #   manage and counted as unavailable.
     # - A frozen node (partition, selector) keeps its old pod, available or not, and still counts.
+    # - The pods picked are the unavailable old ones and then the first available old ones by
+    #   node name: ``plan_no_surge`` picks the same from per-node roles.
     unavailable = 0
     replace: list[PodRef] = []
     candidates: list[PodRef] = []
     for node, found in nodes:
-        new, old = found.new, found.old
-        if not found.ok or (new is None) == (old is None):
+        role = _role(found, state)
+        if role == UNAVAILABLE:
             unavailable += 1
-        elif new is not None:
-            if not state.available(new):
-                unavailable += 1
-        elif old is not None:
-            if not state.available(old):
-                if node not in state.frozen:
-                    replace.append(PodRef.of(old, node=node))
-                unavailable += 1
-            elif node in state.frozen:
-                continue
-            elif unavailable < limits.max_unavailable:
-                candidates.append(PodRef.of(old, node=node))
+        elif role == REPLACE:
+            assert found.old is not None
+            if node not in state.frozen:
+                replace.append(PodRef.of(found.old, node=node))
+            unavailable += 1
+        elif role == CANDIDATE and node not in state.frozen:
+            assert found.old is not None
+            candidates.append(PodRef.of(found.old, node=node))
     budget = max(0, min(limits.max_unavailable - unavailable, len(candidates)))
     return replace + candidates[:budget]
+
+
+@dataclass(frozen=True, slots=True)
+class NoSurgeNodes:
+    """The no-surge pass's sums over per-node roles (``no_surge_role``), as a caller that keeps
+    them per node hands them over, the nodes left out of the pass already taken out."""
+
+    desired: int
+    """Nodes where the pod should run (the budget's base)."""
+    unavailable: int
+    """Nodes whose role is ``UNAVAILABLE`` or ``REPLACE``."""
+    replace: Sequence[str]
+    """The ``REPLACE`` nodes, in name order."""
+    candidates: Callable[[int], Sequence[str]]
+    """The first ``count`` ``CANDIDATE`` nodes in name order."""
+    old_pod: Callable[[str], Obj | None]
+    """The old pod on a ``REPLACE`` or ``CANDIDATE`` node."""
+    requeue: float | None = None
+    """The soonest requeue the nodes' pods ask for."""
+
+
+def plan_no_surge(*, ds: Obj, nodes: NoSurgeNodes, hash: str, controls: RolloutControls = NO_CONTROLS,
+                  old_templates: Mapping[str, Obj] | None = None) -> Plan:
+    """``plan_rolling_update`` without surge and with nothing frozen, from per-node roles: the
+    same plan, at a cost that follows the pods it deletes rather than the nodes (ADR 0195).
+
+    The caller has checked that some live pod is of another revision, that the DaemonSet allows
+    no surge and that ``controls`` hold no node back. Raises ``InvalidRollout`` for a malformed
+    strategy.
+    """
+    if update_strategy_type(ds) != _ROLLING or controls.paused:
+        return Plan()
+    limits = rollout_limits(ds, nodes.desired)
+    assert limits.max_surge == 0 and not controls.holds_back
+    # The invariants of ``_no_surge`` hold: the unavailable old pods go, then at most
+    # maxUnavailable - numUnavailable available ones, the first by node name.
+    budget = max(0, limits.max_unavailable - nodes.unavailable)
+    picked = [*nodes.replace, *(nodes.candidates(budget) if budget else ())]
+    refs: list[PodRef] = []
+    old_pods: dict[str, Obj] = {}
+    for node in picked:
+        pod = nodes.old_pod(node)
+        assert pod is not None, node
+        refs.append(PodRef.of(pod, node=node))
+        old_pods[uid(pod)] = pod
+    updates: list[PodUpdate] = []
+    if controls.in_place and refs:
+        refs, updates = _in_place(ds, old_pods, refs, old_templates=old_templates or {}, hash=hash,
+                                  generation=template_generation(ds))
+    return Plan(deletes=tuple(refs), updates=tuple(updates), requeue_after=nodes.requeue)
 
 
 def _surge(

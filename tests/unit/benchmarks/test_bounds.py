@@ -19,3 +19,16 @@ def test_rolling_update_bound(desired: int, max_unavailable: int | str, startup:
                               expected: RolloutBound) -> None:
     """The budget rounds up like the DaemonSet controller's; the bound is waves x (termination + startup)."""
     assert rolling_update_bound(desired, max_unavailable, startup=startup, termination=termination) == expected
+
+
+@pytest.mark.parametrize(("desired", "rate", "write_seconds", "api_seconds"), [
+    pytest.param(100_000, 2000.0, 100.0, 100.0, id="writes-dominate-a-large-fleet"),
+    pytest.param(5000, 2000.0, 5.0, 15.0, id="waves-dominate-a-small-one"),
+    pytest.param(5000, None, 0.0, 15.0, id="no-rate-is-the-wave-bound"),
+])
+def test_the_write_bound_counts_a_delete_and_a_create_per_node(
+        desired: int, rate: float | None, write_seconds: float, api_seconds: float) -> None:
+    """Each node costs two writes at the raw rate; the API bound is the larger of the two bounds, not their sum."""
+    bound = rolling_update_bound(desired, "10%", startup=0.5, termination=1.0, write_rate=rate)
+    assert bound.write_seconds == pytest.approx(write_seconds)
+    assert bound.api_seconds == pytest.approx(api_seconds)

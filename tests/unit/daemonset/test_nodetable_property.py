@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +23,7 @@ from dsctl.daemonset.nodetable import NodeTable
 from dsctl.daemonset.podplan import Plan, merge_plans
 from dsctl.daemonset.syncplan import SyncPlan, SyncSnapshot, plan_sync
 from dsctl.daemonset.template import HASH_LABEL, target_node
+from dsctl.daemonset.update import plan_no_surge, plan_rolling_update
 from dsctl_api.pods import controller_ref
 from tests.support.profiles import examples
 from tests.unit.daemonset.objects import T0, make_ds, make_node, make_pod, surge_strategy, taint
@@ -68,7 +70,7 @@ _steps = st.lists(
         st.tuples(st.just("node_delete"), _node, st.just("")),
         st.tuples(st.just("pod_add"), _node, st.sampled_from(["current", "old", "failed", "succeeded",
                                                               "ready", "deleting", "unbound", "orphan",
-                                                              "foreign", "ready_recent"])),
+                                                              "foreign", "ready_recent", "old_ready"])),
         st.tuples(st.just("pod_change"), _node, st.sampled_from(["ready", "fail", "delete", "terminate"])),
         st.tuples(st.just("time"), st.just(""), st.sampled_from(["1", "10", "100"])),
         st.tuples(st.just("node_life"), _node, st.sampled_from(["unready", "ready", "shutdown", "karpenter",
@@ -90,6 +92,12 @@ def _daemonset(kind: str) -> dict[str, Any]:
         ds = make_ds(annotations={"dsctl.io/unhealthy-node-policy": "Skip", "dsctl.io/unhealthy-node-seconds": "30",
                                   "dsctl.io/max-disruptions": "1"},
                      pod_spec={"tolerations": [{"operator": "Exists"}]}, strategy=surge_strategy(1))
+    elif kind == "skip_no_surge":
+        ds = make_ds(annotations={"dsctl.io/unhealthy-node-policy": "Skip", "dsctl.io/unhealthy-node-seconds": "30"},
+                     pod_spec={"tolerations": [{"operator": "Exists"}]},
+                     strategy={"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 3}})
+    elif kind == "budget":
+        ds = make_ds(strategy={"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}, min_ready_seconds=5)
     else:
         ds = make_ds()
     return ds
@@ -159,6 +167,8 @@ class World:
             kwargs: dict[str, Any] = {"hash": self.hash, "created": self.now - 100 + self.serial}
             if arg == "old":
                 kwargs["hash"] = "old-hash"
+            elif arg == "old_ready":
+                kwargs.update(hash="old-hash", ready=True, ready_since=self.now - 50)
             elif arg == "failed":
                 kwargs["phase"] = "Failed"
             elif arg == "succeeded":
@@ -236,7 +246,7 @@ def _merged_in_node_order(table: NodeTable) -> Plan:
 
 
 @settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(kind=st.sampled_from(["plain", "surge", "selector", "skip"]), steps=_steps)
+@given(kind=st.sampled_from(["plain", "surge", "selector", "skip", "budget", "skip_no_surge"]), steps=_steps)
 def test_incremental_plan_equals_full_plan(kind: str, steps: list[tuple[str, str, str]]) -> None:
     """After any event sequence, re-planning only the changed nodes gives the plan made from scratch."""
     world = World(_daemonset(kind))
@@ -250,9 +260,55 @@ def test_incremental_plan_equals_full_plan(kind: str, steps: list[tuple[str, str
         for plan in (incremental, full):
             assert plan.table is not None
             assert plan.table.manage_plan() == _merged_in_node_order(plan.table), step
+            _assert_roles_plan_as_the_walk(world, plan)
         world.table = incremental.table
         for key in full.pods.backoff_steps:  # as the executor does
             world.backoff.next(key, now=world.now)
+
+
+def _assert_roles_plan_as_the_walk(world: World, plan: SyncPlan) -> None:
+    """The rolling update read from the table's per-node roles is exactly the pass over every node."""
+    table = plan.table
+    assert table is not None and table.basis is not None
+    if table.basis.surge or not table.old:
+        return
+    excluded = plan.skipped | table.departing
+    walked = plan_rolling_update(ds=world.ds, nodes_should_run=table.should_run(), pods_by_node=table.pods_by_node(),
+                                 hash=table.basis.hash, now=world.now, excluded=excluded)
+    by_roles = plan_no_surge(ds=world.ds, nodes=table.no_surge_nodes(excluded), hash=table.basis.hash)
+    assert by_roles == walked
+
+
+_OLD_EVERYWHERE = [step for n in NODE_NAMES for step in (("node_add", n, "plain"), ("pod_add", n, "old_ready"))]
+
+
+@pytest.mark.parametrize(("kind", "steps", "deletes", "requeue"), [
+    pytest.param("budget", _OLD_EVERYWHERE, ["n0", "n1"], None, id="first-old-pods-by-name-within-budget"),
+    pytest.param("budget", [*_OLD_EVERYWHERE, ("pod_change", "n0", "delete"), ("pod_add", "n0", "ready_recent")],
+                 ["n1"], 5.0, id="a-new-pod-waiting-out-min-ready-takes-budget-and-asks-a-requeue"),
+    pytest.param("budget", [*_OLD_EVERYWHERE, ("pod_add", "n5", "old")], ["n0"], None,
+                 id="an-excess-counts-unavailable"),
+    pytest.param("skip_no_surge", [*_OLD_EVERYWHERE, ("pod_change", "n1", "delete"), ("node_life", "n1", "unready"),
+                                   ("time", "", "100")], ["n0", "n2", "n3"], None,
+                 id="a-skipped-node-neither-counts-nor-is-picked"),
+    pytest.param("plain", [*_OLD_EVERYWHERE, ("node_life", "n0", "karpenter")], ["n1"], None,
+                 id="a-departing-node-is-left-out"),
+])
+def test_rolling_update_from_roles_cases(kind: str, steps: list[tuple[str, str, str]], deletes: list[str],
+                                         requeue: float | None) -> None:
+    """Read from the table's roles, step by step, the rolling update picks what the pass over every node picks."""
+    world = World(_daemonset(kind))
+    world.table = world.plan(None).table
+    for step in steps:
+        plan = world.plan(world.apply(step))
+        world.table = plan.table
+    plan = world.plan(set())
+    _assert_roles_plan_as_the_walk(world, plan)
+    assert plan.table is not None and plan.table.basis is not None
+    by_roles = plan_no_surge(ds=world.ds, nodes=plan.table.no_surge_nodes(plan.skipped | plan.table.departing),
+                             hash=plan.table.basis.hash)
+    assert [r.node for r in by_roles.deletes] == deletes
+    assert by_roles.requeue_after == (None if requeue is None else pytest.approx(requeue))
 
 
 def test_a_changed_basis_plans_every_node() -> None:
