@@ -203,6 +203,7 @@ async def _controller_registry() -> Any:
     builds it, against a kubeconfig that is never dialled."""
     from prometheus_client import Info
 
+    from dsctl.app.collector import CollectionTimer
     from dsctl.app.config import Settings
     from dsctl.app.http import build_registry
     from dsctl.app.leader import LeaderElector
@@ -225,6 +226,7 @@ async def _controller_registry() -> Any:
         client = await KubeClient.from_config(kubeconfig=str(path), registry=registry)
     try:
         WriteFence(registry=registry)
+        CollectionTimer(registry=registry)
         DaemonSetController(client=client, settings=Settings(leader_elect=True), resource=DAEMONSETS,
                             registry=registry, identity="docs")
         LeaderElector(client=client, namespace="kube-system", name="dsctl", identity="docs", registry=registry)
