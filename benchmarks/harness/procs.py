@@ -15,6 +15,7 @@ import os
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Self
 
 __all__ = [
     "CpuTrace",
@@ -70,22 +71,18 @@ def reset_peak_rss(pid: int | str = "self") -> bool:
     return True
 
 
-class CpuTrace:
-    """A process's CPU seconds sampled against the wall clock, to read its CPU over any window
-    found afterwards (a create window taken from the sim's request log, say).
+class _Sampler:
+    """Samples process ``pid`` every ``every`` seconds while the block runs, and once more at its
+    end; a subclass says what one sample records (``_sample``)."""
 
-    ``async with CpuTrace(pid) as trace: ...`` then ``trace.busy(t0, t1)``: the share of one CPU
-    the process used between wall times ``t0`` and ``t1``, interpolated between samples.
-    """
-
-    def __init__(self, pid: int, *, every: float = 0.02) -> None:
+    def __init__(self, pid: int, *, every: float, name: str) -> None:
         self._pid = pid
         self._every = every
-        self._samples: list[tuple[float, float]] = []
+        self._name = f"{name}-{pid}"
         self._task: asyncio.Task[None] | None = None
 
-    async def __aenter__(self) -> CpuTrace:
-        self._task = asyncio.create_task(self._run(), name=f"cpu-trace-{self._pid}")
+    async def __aenter__(self) -> Self:
+        self._task = asyncio.create_task(self._run(), name=self._name)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -96,13 +93,29 @@ class CpuTrace:
         self._sample()
 
     def _sample(self) -> None:
-        with contextlib.suppress(OSError):
-            self._samples.append((time.time(), proc_cpu_seconds(self._pid)))
+        raise NotImplementedError
 
     async def _run(self) -> None:
         while True:
             self._sample()
             await asyncio.sleep(self._every)
+
+
+class CpuTrace(_Sampler):
+    """A process's CPU seconds sampled against the wall clock, to read its CPU over any window
+    found afterwards (a create window taken from the sim's request log, say).
+
+    ``async with CpuTrace(pid) as trace: ...`` then ``trace.busy(t0, t1)``: the share of one CPU
+    the process used between wall times ``t0`` and ``t1``, interpolated between samples.
+    """
+
+    def __init__(self, pid: int, *, every: float = 0.02) -> None:
+        super().__init__(pid, every=every, name="cpu-trace")
+        self._samples: list[tuple[float, float]] = []
+
+    def _sample(self) -> None:
+        with contextlib.suppress(OSError):
+            self._samples.append((time.time(), proc_cpu_seconds(self._pid)))
 
     def _at(self, t: float) -> float:
         samples = self._samples
@@ -118,7 +131,7 @@ class CpuTrace:
         return round((self._at(t1) - self._at(t0)) / (t1 - t0), 3)
 
 
-class RssTrace:
+class RssTrace(_Sampler):
     """The highest RSS of a process seen while the block runs (sampled every ``every`` s), in MiB.
 
     For a process that has run for a while, its kernel peak (``VmHWM``) says nothing about one
@@ -126,32 +139,14 @@ class RssTrace:
     """
 
     def __init__(self, pid: int, *, every: float = 0.2) -> None:
-        self._pid = pid
-        self._every = every
+        super().__init__(pid, every=every, name="rss-trace")
         self.peak_mib = 0.0
         self.samples = 0
-        self._task: asyncio.Task[None] | None = None
-
-    async def __aenter__(self) -> RssTrace:
-        self._task = asyncio.create_task(self._run(), name=f"rss-trace-{self._pid}")
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        self._sample()
 
     def _sample(self) -> None:
         with contextlib.suppress(OSError):
             self.peak_mib = max(self.peak_mib, rss_mib(self._pid)[0])
             self.samples += 1
-
-    async def _run(self) -> None:
-        while True:
-            self._sample()
-            await asyncio.sleep(self._every)
 
 
 @contextlib.asynccontextmanager
