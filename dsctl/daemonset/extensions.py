@@ -283,7 +283,12 @@ def _partition(ds: Mapping[str, Any]) -> int:
 
 
 def _paused(ds: Mapping[str, Any]) -> bool:
-    found = _source(ds, PAUSED_FIELD)
+    return _boolean(ds, PAUSED_FIELD)
+
+
+def _boolean(ds: Mapping[str, Any], field: ExtensionField) -> bool:
+    """A true/false field (a boolean, or its text in an annotation); unset is false."""
+    found = _source(ds, field)
     if found is None:
         return False
     value, where = found
@@ -468,15 +473,7 @@ def node_readiness_gate(ds: Mapping[str, Any]) -> bool:
     The gate reads an unreadable value as true: a taint held until the agent is available is the
     safe side of a typo, and the sync reports the value (ADR 0172).
     """
-    found = _source(ds, NODE_READINESS_GATE_FIELD)
-    if found is None:
-        return False
-    value, where = found
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip() in _TRUE + _FALSE:
-        return value.strip() in _TRUE
-    raise InvalidControl(where, f"must be true or false, not {value!r}")
+    return _boolean(ds, NODE_READINESS_GATE_FIELD)
 
 
 def gates_nodes(ds: Mapping[str, Any]) -> bool:
