@@ -24,14 +24,6 @@ from tests.support.departing import REPLACED_ELSEWHERE, SIM_ARGS, run_departing
 from tests.support.simproc import SimProcess
 
 
-async def _held(ctl: ControllerProcess) -> float | None:
-    _, body = await ctl.get("/metrics")
-    for line in body.splitlines():
-        if line.startswith("dsctl_daemonset_departing_held_nodes{") and 'name="agent"' in line:
-            return float(line.rsplit(" ", 1)[1])
-    return None
-
-
 async def run(window: float) -> int:
     """Run the scenario once; exit 1 when a departing node got a pod or a running pod changed."""
     started = time.monotonic()
@@ -40,7 +32,7 @@ async def run(window: float) -> int:
         try:
             async with ControllerProcess(sim.kubeconfig) as ctl:
                 result = await run_departing(sim, kube, window=window)
-                held = await _held(ctl)
+                held = await ctl.daemonset_gauge("dsctl_daemonset_departing_held_nodes")
         finally:
             await kube.close()
     ok = not result.created_on_departing and not result.changed_running and len(result.failed_left) == 1

@@ -20,14 +20,6 @@ from tests.support.simproc import SimProcess
 WINDOW = 5.0
 
 
-async def _gauge(ctl: ControllerProcess, name: str) -> float | None:
-    _, body = await ctl.get("/metrics")
-    for line in body.splitlines():
-        if line.startswith(name + "{") and 'name="agent"' in line:
-            return float(line.rsplit(" ", 1)[1])
-    return None
-
-
 @pytest.mark.parametrize("sim", [{"nodes": 5, "args": SIM_ARGS}], indirect=True)
 async def test_departing_nodes_get_no_new_pod_and_keep_their_running_one(
         sim: SimProcess, kube: KubeClient, controller: ControllerProcess) -> None:
@@ -53,4 +45,4 @@ async def test_departing_nodes_get_no_new_pod_and_keep_their_running_one(
 
 
 async def _held(ctl: ControllerProcess, expected: float) -> bool:
-    return await _gauge(ctl, "dsctl_daemonset_departing_held_nodes") == expected
+    return await ctl.daemonset_gauge("dsctl_daemonset_departing_held_nodes") == expected

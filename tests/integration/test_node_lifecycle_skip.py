@@ -53,14 +53,6 @@ async def _condition(kube: KubeClient, kind: str) -> dict[str, Any] | None:
     return next((c for c in (ds.get("status") or {}).get("conditions") or [] if c.get("type") == kind), None)
 
 
-async def _gauge(ctl: ControllerProcess, name: str) -> float | None:
-    _, body = await ctl.get("/metrics")
-    for line in body.splitlines():
-        if line.startswith(name + "{") and 'name="agent"' in line:
-            return float(line.rsplit(" ", 1)[1])
-    return None
-
-
 async def _start_with_dead_nodes(sim: SimProcess, kube: KubeClient, policy: str) -> None:
     """Every node runs V1; then ten kubelets stop and their nodes turn Unknown; then the update."""
     await kube.create(DAEMONSETS, _agent(policy), namespace="default")
@@ -125,7 +117,7 @@ async def test_skip_finishes_the_healthy_nodes_then_the_recovered_ones(
     progressing = await _condition(kube, "Progressing")
     assert progressing is not None and (progressing["status"], progressing["reason"]) == ("Unknown",
                                                                                           "UnhealthyNodes")
-    assert await _gauge(controller, "dsctl_daemonset_skipped_nodes") == 10.0
+    assert await controller.daemonset_gauge("dsctl_daemonset_skipped_nodes") == 10.0
     old = [p for p in await daemon_pods(kube, "agent", include_terminating=True) if target_of(p) in DEAD]
     assert len(old) == 10 and all(p["spec"]["containers"][0]["image"] == V1 for p in old), "left alone"
     assert not any(p["metadata"].get("deletionTimestamp") for p in old), "not deleted either"
@@ -144,7 +136,7 @@ async def test_skip_finishes_the_healthy_nodes_then_the_recovered_ones(
             done["reason"] == "NewRevisionAvailable"
 
     await eventually(condition_gone, message="RolloutSkippedNodes removed, rollout complete")
-    assert await _gauge(controller, "dsctl_daemonset_skipped_nodes") == 0.0
+    assert await controller.daemonset_gauge("dsctl_daemonset_skipped_nodes") == 0.0
 
 
 @pytest.mark.parametrize("sim", [{"nodes": 4, "args": SIM["args"]}], indirect=True)

@@ -89,6 +89,14 @@ class ControllerProcess:
         async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{target}{path}") as resp:
             return resp.status, await resp.text()
 
+    async def daemonset_gauge(self, metric: str, daemonset: str = "agent") -> float | None:
+        """The value of a per-DaemonSet series ``metric`` for ``daemonset``, or None when not exported."""
+        _, body = await self.get("/metrics")
+        for line in body.splitlines():
+            if line.startswith(metric + "{") and f'name="{daemonset}"' in line:
+                return float(line.rsplit(" ", 1)[1])
+        return None
+
     def errors(self) -> list[dict[str, Any]]:
         """Log entries at error level or carrying a traceback."""
         return [e for e in self.logs if e.get("level") in ("error", "critical") or "exception" in e]
