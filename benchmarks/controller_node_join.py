@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from benchmarks.harness.cluster import SimProcess, controller, daemonset
+from benchmarks.harness.cluster import SimProcess, controller, converge, daemonset
 from benchmarks.harness.metrics import histogram
 from benchmarks.harness.podwatch import PodWatch
 from benchmarks.harness.procs import proc_usage
@@ -82,19 +82,6 @@ async def time_joins(sim: SimProcess, watch: PodWatch, *, joins: int, daemonsets
     # In join order too: a tail that is one slow join or a drift over the run tells different stories.
     return {"all_pods_created": summary(latencies), "first_pod_created": summary(first), "node_post": summary(post),
             "all_pods_created_ms": [round(1000 * seconds, 1) for seconds in latencies]}
-
-
-async def converge(client: KubeClient, *, count: int, nodes: int, timeout: float) -> float:
-    """Seconds until every DaemonSet reports all ``nodes`` pods Ready."""
-    start = time.monotonic()
-    while True:
-        items = (await client.list(DAEMONSETS, namespace="default", label_selector="bench=dsctl"))["items"]
-        ready = sum(1 for ds in items if int((ds.get("status") or {}).get("numberReady") or 0) == nodes)
-        if ready == count:
-            return time.monotonic() - start
-        if time.monotonic() - start > timeout:
-            raise TimeoutError(f"{ready}/{count} DaemonSets converged in {timeout}s")
-        await asyncio.sleep(1.0)
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:

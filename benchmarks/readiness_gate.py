@@ -35,7 +35,7 @@ from typing import Any
 
 import orjson
 
-from benchmarks.harness.cluster import SimProcess, controller, daemonset
+from benchmarks.harness.cluster import SimProcess, controller, converge, daemonset
 from benchmarks.harness.podwatch import PodWatch
 from benchmarks.harness.procs import proc_usage
 from benchmarks.harness.profiling import cprofile_window
@@ -94,19 +94,6 @@ def pinned_pod(node_name: str) -> dict[str, Any]:
             "metadata": {"name": f"{PINNED}-{node_name}", "namespace": "default", "labels": {"app": PINNED}},
             "spec": {"nodeSelector": {"kubernetes.io/hostname": node_name},
                      "containers": [{"name": "app", "image": "registry.example/app:1"}]}}
-
-
-async def converge(client: KubeClient, *, count: int, nodes: int, timeout: float) -> float:
-    """Seconds until every DaemonSet reports all ``nodes`` pods Ready."""
-    start = time.monotonic()
-    while True:
-        items = (await client.list(DAEMONSETS, namespace="default"))["items"]
-        ready = sum(1 for ds in items if int((ds.get("status") or {}).get("numberReady") or 0) == nodes)
-        if ready == count:
-            return time.monotonic() - start
-        if time.monotonic() - start > timeout:
-            raise TimeoutError(f"{ready}/{count} DaemonSets converged in {timeout}s")
-        await asyncio.sleep(1.0)
 
 
 def all_ready(watch: PodWatch, names: list[str], count: int) -> dict[str, float]:

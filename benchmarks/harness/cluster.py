@@ -9,16 +9,20 @@ adds the controller's production settings and the DaemonSet every benchmark depl
 
 from __future__ import annotations
 
+import asyncio
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from benchmarks.harness.results import CONTROLLER_PATH, SIM_PATH
+from dsctl.kube.client import KubeClient
+from dsctl.kube.resources import DAEMONSETS
 from tests.support.controllerproc import ControllerProcess
 from tests.support.simproc import SimProcess
 
-__all__ = ["ControllerProcess", "SimProcess", "controller", "daemonset", "sim_args", "sim_process"]
+__all__ = ["ControllerProcess", "SimProcess", "controller", "converge", "daemonset", "sim_args", "sim_process"]
 
 _CPROFILED = Path(__file__).resolve().parent / "cprofiled.py"
 
@@ -79,3 +83,16 @@ def controller(kubeconfig: str, *extra: str, cprofile_to: Path | None = None) ->
         launcher = ["-P", *launcher]
     return ControllerProcess(kubeconfig, args=["--log-level", "info", *extra], launcher=launcher,
                              env={"PYTHONPATH": path} if path else None)
+
+
+async def converge(client: KubeClient, *, count: int, nodes: int, timeout: float) -> float:
+    """Seconds until ``count`` benchmark DaemonSets (``daemonset``'s label) report all ``nodes`` pods Ready."""
+    start = time.monotonic()
+    while True:
+        items = (await client.list(DAEMONSETS, namespace="default", label_selector="bench=dsctl"))["items"]
+        ready = sum(1 for ds in items if int((ds.get("status") or {}).get("numberReady") or 0) == nodes)
+        if ready == count:
+            return time.monotonic() - start
+        if time.monotonic() - start > timeout:
+            raise TimeoutError(f"{ready}/{count} DaemonSets converged in {timeout}s")
+        await asyncio.sleep(1.0)
