@@ -25,8 +25,9 @@ sizes and the list and watch):
   log: first and last create) and Ready (its status); the create rate against the raw rate of
   the last DaemonSet posted by the raw client, on the same simulator a moment earlier; the
   controller's CPU per created pod; RSS and bytes per cached pod;
-- a forced relist (history compacted, every watch ended with 410): its duration, and the
-  controller's peak RSS over its steady RSS;
+- a forced relist (history compacted, every watch ended with 410): its duration, the
+  controller's peak RSS over its steady RSS, its garbage collections, and the objects frozen
+  after each cache relisted;
 - node join: ``--joins`` nodes created one at a time, each until one pod of every DaemonSet
   targets it (p50/p99);
 - steady state: every node reporting status at the kubelet's default cadence (a strategic
@@ -444,6 +445,7 @@ async def forced_relist(sim: SimProcess, ctl: ControllerProcess, pid: int, *, ti
     steady = rss_mib(pid)[0]
     pods_before, nodes_before = await relists(ctl, "pods"), await relists(ctl, "nodes")
     reset = reset_peak_rss(pid)
+    collections_before, logged = await collections(ctl), len(ctl.logs)
     async with RssTrace(pid) as trace:
         start = time.monotonic()
         await sim.compact(expire_watches=True)
@@ -456,9 +458,12 @@ async def forced_relist(sim: SimProcess, ctl: ControllerProcess, pid: int, *, ti
         await asyncio.sleep(2.0)  # what the relist left to collect
     after, kernel_peak = rss_mib(pid)
     peak = max(trace.peak_mib, kernel_peak if reset else 0.0)
+    refrozen = [e for e in ctl.logs[logged:] if e.get("event") == "caches_refrozen"]
     return {"seconds": round(seconds, 1), "steady_rss_mib": mib(steady), "peak_rss_mib": mib(peak),
             "peak_over_steady": round(peak / steady, 3) if steady else None, "rss_after_mib": mib(after),
-            "peak_from": "kernel high-water mark since reset" if reset else "sampled every 0.2 s"}
+            "peak_from": "kernel high-water mark since reset" if reset else "sampled every 0.2 s",
+            "controller_gc_in_window": collected_between(collections_before, await collections(ctl)),
+            "refrozen": [{k: e.get(k) for k in ("resource", "frozen_objects")} for e in refrozen]}
 
 
 class StatusReports:
@@ -697,9 +702,7 @@ async def joins(sim: SimProcess, ctl: ControllerProcess, pid: int, args: argpars
         await watch.stop()
     return {"joins": args.joins, "daemonsets": args.daemonsets, "controller_settle_seconds": round(settle, 1), **timed,
             "controller_cpu_ms_per_join": round(1000 * cpu / args.joins, 1),
-            "controller_gc_in_window": {g: {"collections": int(after["count"] - collections_before[g]["count"]),
-                                            "seconds": round(after["sum"] - collections_before[g]["sum"], 3)}
-                                        for g, after in collections_after.items()},
+            "controller_gc_in_window": collected_between(collections_before, collections_after),
             "plans_in_window": {k: int(v - plans_before.get(k, 0.0)) for k, v in plans_after.items()},
             "slowest_syncs_in_window": slowest_syncs(ctl.logs[logged:])}
 
@@ -732,6 +735,14 @@ async def collections(ctl: ControllerProcess) -> dict[str, dict[str, float]]:
                 total = float(line.rpartition(" ")[2])
         out[generation] = {"count": count, "sum": total}
     return out
+
+
+def collected_between(before: dict[str, dict[str, float]],
+                      after: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """The collections, and their seconds, by generation between two ``collections`` readings."""
+    return {g: {"collections": int(now["count"] - before[g]["count"]),
+                "seconds": round(now["sum"] - before[g]["sum"], 3)}
+            for g, now in after.items()}
 
 
 def slowest_syncs(logs: Sequence[dict[str, Any]], *, count: int = 5) -> list[dict[str, Any]]:

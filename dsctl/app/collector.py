@@ -13,7 +13,10 @@ Two measures, both process-wide:
 - larger thresholds, so temporaries die young and promotions are rare;
 - after the initial list, the caches are moved to the permanent generation (``gc.freeze``),
   out of every later collection's reach. Objects that die later are still freed by
-  reference counting; only a cycle alive at the freeze would be kept, and caches have none.
+  reference counting; only a cycle alive at the freeze would be kept, and caches have none;
+- after every relist, the objects it made are moved there too (``freeze_relisted``): a relist
+  of a million pods otherwise leaves millions of young containers for the next collections of
+  the middle and old generations to scan, with the event loop stopped for as long (ADR 0207).
 
 Every collection is timed (``CollectionTimer``): a full collection over caches that are not
 frozen stops the event loop for as long as it takes, and the histogram shows it.
@@ -29,7 +32,7 @@ from prometheus_client import CollectorRegistry, Histogram
 
 from dsctl.tuning import GC_THRESHOLDS
 
-__all__ = ["CollectionTimer", "freeze_caches", "tune_collector"]
+__all__ = ["CollectionTimer", "freeze_caches", "freeze_relisted", "tune_collector"]
 
 _BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -43,6 +46,21 @@ def freeze_caches() -> int:
     """Collect once, then freeze everything alive (the freshly synced caches); returns the
     number of frozen objects."""
     gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
+
+
+def freeze_relisted() -> int:
+    """Freeze what a relist left in the collected generations; returns the number of frozen
+    objects.
+
+    No full collection first, unlike at start-up: the workers run by now, and a full pass over
+    a relist's million objects stops them for as long as it lasts. Only the young generation
+    is collected, which is cheap and holds most of the cyclic garbage there is (exception
+    tracebacks, mostly); a cycle that had reached an older generation and died since stays
+    frozen. Freezing itself moves whole generations, a constant cost.
+    """
+    gc.collect(0)
     gc.freeze()
     return gc.get_freeze_count()
 

@@ -27,7 +27,7 @@ import structlog
 from prometheus_client import Info, disable_created_metrics
 
 from dsctl import __version__
-from dsctl.app.collector import CollectionTimer, freeze_caches, tune_collector
+from dsctl.app.collector import CollectionTimer, freeze_caches, freeze_relisted, tune_collector
 from dsctl.app.config import RESOURCE_CRD, Settings
 from dsctl.app.health import HealthChecks
 from dsctl.app.http import HttpEndpoints, build_registry
@@ -119,6 +119,7 @@ async def run(
         frozen = freeze_caches()
         log.info("caches_synced", resource=resource.label, namespace=settings.namespace or "*",
                  frozen_objects=frozen)
+        controller.caches.on_listed(_freeze_relisted)
 
         if settings.leader_elect:
             # Its own client: own session and token bucket, no in-place retries, reads bounded
@@ -172,6 +173,10 @@ async def run(
         log.info("shutting_down", deadline_s=settings.shutdown_timeout)
     log.info("stopped", exit_code=exit_code)
     return exit_code
+
+
+def _freeze_relisted(resource: str) -> None:
+    log.info("caches_refrozen", resource=resource, frozen_objects=freeze_relisted())
 
 
 async def _leading_or_lost(elector: LeaderElector, lost: asyncio.Event) -> None:

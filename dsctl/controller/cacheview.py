@@ -20,7 +20,8 @@ or the node affinity of a pod not yet bound), which is what a plan groups them b
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
+import functools
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry
@@ -185,6 +186,11 @@ class Caches:
         self.budgets = Informer(client, POD_DISRUPTION_BUDGETS, namespace=namespace, registry=registry,
                                 page_size=page_size)
         self.all = (self.daemonsets, self.pods, self.nodes, self.revisions, self.priority_classes, self.budgets)
+
+    def on_listed(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(resource label)`` after every complete list of any cache from now on."""
+        for informer in self.all:
+            informer.on_listed(functools.partial(listener, informer.resource.label))
 
     def view(self) -> CacheView:
         """The planner's read-only view of the node, pod and revision caches."""

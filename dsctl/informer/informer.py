@@ -167,6 +167,12 @@ class Informer:
                 except Exception as exc:
                     self._fanout._failed("on_add", exc)
 
+    def on_listed(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` after every complete list from now on (registered after the sync:
+        every relist), once the store holds it and its changes are delivered. A relist replaces
+        the whole cache at once, and what owns the process's memory policy acts on that."""
+        self._reflector.list_listeners.append(listener)
+
     def has_synced(self) -> bool:
         """True once the first full list has been stored and delivered to the handlers."""
         return self._reflector.synced.is_set()

@@ -236,6 +236,8 @@ class Reflector:
         self.synced = asyncio.Event()
         self.last_progress = clock()
         self.relists = 0
+        self.list_listeners: list[Callable[[], None]] = []
+        """Called after every complete list, once its deletes are delivered (``Informer.on_listed``)."""
         self._watch_began: float | None = None
         self._gone_streak = 0
         label = resource.label
@@ -467,6 +469,11 @@ class Reflector:
             if done % RELIST_YIELD_EVERY == 0:
                 await asyncio.sleep(0)
         self.synced.set()
+        for listener in tuple(self.list_listeners):
+            try:
+                listener()
+            except Exception as exc:  # a listener's bug must not cost the store its watch
+                self._log.error("informer.list_listener_failed", exc_info=exc)
 
     # -- watch ---------------------------------------------------------------------------
 

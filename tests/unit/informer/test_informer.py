@@ -125,6 +125,35 @@ async def test_gone_relists_and_delivers_missed_deletes(registry: CollectorRegis
     assert sorted(informer.store.keys()) == ["d/change", "d/keep", "d/new"]
 
 
+async def test_list_listeners_run_after_each_relist_and_fail_alone(registry: CollectorRegistry) -> None:
+    """A listener registered after the sync runs once per relist, after the relist's deletes
+    were delivered; one that raises neither stops the others nor the watch."""
+    source = FakeSource()
+    for name in ("keep", "vanish"):
+        await source.put(pod(name))
+    informer = make(source, registry)
+    rec = Recorder(informer)
+    seen: list[tuple[int, list[tuple[str, str]]]] = []
+
+    def failing() -> None:
+        raise RuntimeError("listener bug")
+
+    async with informer:
+        await informer.wait_for_sync(timeout=5)
+        informer.on_listed(failing)
+        informer.on_listed(lambda: seen.append((informer.reflector.relists, list(rec.log))))
+        await source.remove("d/vanish")
+        source.compact()
+        await source.drop_watches()
+        await eventually(lambda: len(seen) == 1)
+        await source.put(pod("after"))
+        await eventually(lambda: "d/after" in informer.store)
+    relists, log_then = seen[0]
+    assert relists == 2
+    assert ("delete", "d/vanish") in log_then
+    assert len(seen) == 1
+
+
 async def test_errors_are_retried(registry: CollectorRegistry) -> None:
     """429, 5xx and connection failures on list/watch are retried until the informer syncs."""
     source = FakeSource()
