@@ -650,7 +650,7 @@ async def controller_part(sim: SimProcess, args: argparse.Namespace, out: dict[s
             log("relist", **{k: out["forced_relist"].get(k) for k in ("seconds", "peak_over_steady")})
         joined = 0
         if "join" in args.stages:
-            await stage(out, "node_join", joins(sim, ctl, pid, args, nodes=nodes))
+            await stage(out, "node_join", joins(sim, ctl, pid, args, nodes=nodes, profiled=profiled))
             log("node join", **(out["node_join"].get("all_pods_created") or {}))
             joined = args.joins
         if "steady" in args.stages:
@@ -677,7 +677,7 @@ def raw_write_rate(out: dict[str, Any]) -> float | None:
 
 
 async def joins(sim: SimProcess, ctl: ControllerProcess, pid: int, args: argparse.Namespace, *,
-                nodes: int) -> dict[str, Any]:
+                nodes: int, profiled: bool) -> dict[str, Any]:
     """``--joins`` nodes created one at a time: until one pod of every DaemonSet targets each.
 
     The joins start once the controller is idle: after the forced relist of a million pods it
@@ -694,17 +694,21 @@ async def joins(sim: SimProcess, ctl: ControllerProcess, pid: int, args: argpars
         cpu_before = proc_usage(pid)["cpu_seconds"]
         collections_before, plans_before = await collections(ctl), await plans(ctl)
         logged = len(ctl.logs)
-        timed = await time_joins(sim, watch, joins=args.joins, daemonsets=args.daemonsets, first_index=nodes,
-                                 interval=args.join_interval, timeout=60.0)
+        async with profile(pid if profiled else None, f"{args.name}-controller-joins", rate=200) as hot:
+            timed = await time_joins(sim, watch, joins=args.joins, daemonsets=args.daemonsets, first_index=nodes,
+                                     interval=args.join_interval, timeout=60.0)
         cpu = proc_usage(pid)["cpu_seconds"] - cpu_before
         collections_after, plans_after = await collections(ctl), await plans(ctl)
     finally:
         await watch.stop()
-    return {"joins": args.joins, "daemonsets": args.daemonsets, "controller_settle_seconds": round(settle, 1), **timed,
-            "controller_cpu_ms_per_join": round(1000 * cpu / args.joins, 1),
-            "controller_gc_in_window": collected_between(collections_before, collections_after),
-            "plans_in_window": {k: int(v - plans_before.get(k, 0.0)) for k, v in plans_after.items()},
-            "slowest_syncs_in_window": slowest_syncs(ctl.logs[logged:])}
+    out = {"joins": args.joins, "daemonsets": args.daemonsets, "controller_settle_seconds": round(settle, 1), **timed,
+           "controller_cpu_ms_per_join": round(1000 * cpu / args.joins, 1),
+           "controller_gc_in_window": collected_between(collections_before, collections_after),
+           "plans_in_window": {k: int(v - plans_before.get(k, 0.0)) for k, v in plans_after.items()},
+           "slowest_syncs_in_window": slowest_syncs(ctl.logs[logged:])}
+    if hot:
+        out["controller_profile"] = costs(hot)
+    return out
 
 
 async def plans(ctl: ControllerProcess) -> dict[str, float]:

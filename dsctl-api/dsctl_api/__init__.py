@@ -16,4 +16,5 @@ it, and neither may import the other.
   pod template included, which is what the revision hash is computed over).
 - ``strictfields``: the fields each built-in type declares (``fields.json``), for strict field
   validation.
+- ``argtypes``: argparse value types, so every command line refuses a bad number alike.
 """

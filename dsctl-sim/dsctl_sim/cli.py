@@ -15,11 +15,11 @@ import gc
 import logging
 import signal
 import sys
-from collections.abc import Callable
 from typing import Any
 
 import structlog
 
+from dsctl_api.argtypes import int_range, non_negative
 from dsctl_sim.cluster import SimCluster, SimOptions
 from dsctl_sim.controllers.nodelifecycle import DEFAULT_GRACE_SECONDS
 from dsctl_sim.faults import FaultConfig, parse_error_rule
@@ -36,30 +36,6 @@ def _error_rule(text: str) -> object:
         raise argparse.ArgumentTypeError(str(err)) from err
 
 
-def _non_negative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value >= 0:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"must not be negative: {text}")
-    return value
-
-
-def _int_range(low: int, high: int | None = None) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-        if value < low or (high is not None and value > high):
-            bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
-            raise argparse.ArgumentTypeError(f"must be {bounds}: {text}")
-        return value
-
-    return parse
-
-
 def register(subparsers: argparse._SubParsersAction[Any]) -> argparse.ArgumentParser:
     """Add the ``serve`` subcommand; its ``handler`` default runs it and returns the exit code."""
     p: argparse.ArgumentParser = subparsers.add_parser(
@@ -70,33 +46,33 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> argparse.ArgumentPa
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("--host", default="127.0.0.1", help="listen address")
-    p.add_argument("--port", type=_int_range(0, 65535), default=0, help="listen port (0 = any free port)")
-    p.add_argument("--nodes", type=_int_range(0), default=3, help="create Ready nodes node-0..node-{N-1}")
+    p.add_argument("--port", type=int_range(0, 65535), default=0, help="listen port (0 = any free port)")
+    p.add_argument("--nodes", type=int_range(0), default=3, help="create Ready nodes node-0..node-{N-1}")
     p.add_argument("--kubeconfig", default=None, help="write a kubeconfig here (context dsctl-sim)")
-    p.add_argument("--pod-startup-seconds", type=_non_negative, default=1.0,
+    p.add_argument("--pod-startup-seconds", type=non_negative, default=1.0,
                    help="default delay until a bound pod is Running and Ready")
     p.add_argument("--seed", type=int, default=None, help="seed for names, UIDs and fault dice")
     p.add_argument("--fault-error-rate", action="append", type=_error_rule, default=[],
                    metavar="VERB:RESOURCE:CODE:RATE[:RETRY_AFTER]",
                    help="fail RATE (0..1) of VERB requests on RESOURCE with CODE (500, 429, 409...); "
                    "VERB/RESOURCE may be '*'; RETRY_AFTER (seconds) for this rule's 429s; repeatable")
-    p.add_argument("--latency-ms", type=_non_negative, default=0.0, help="added latency per request")
-    p.add_argument("--watch-event-latency-ms", type=_non_negative, default=0.0,
+    p.add_argument("--latency-ms", type=non_negative, default=0.0, help="added latency per request")
+    p.add_argument("--watch-event-latency-ms", type=non_negative, default=0.0,
                    help="added latency before each batch of watch events")
-    p.add_argument("--watch-drop-seconds", type=_non_negative, default=0.0,
+    p.add_argument("--watch-drop-seconds", type=non_negative, default=0.0,
                    help="close every watch stream after this long (0 = never)")
     p.add_argument("--gone-as-http", action="store_true",
                    help="answer too-old watch resourceVersions with HTTP 410 instead of an ERROR event")
-    p.add_argument("--history-size", type=_int_range(1), default=50_000, help="watch events kept per resource type")
-    p.add_argument("--bookmark-seconds", type=_non_negative, default=15.0, help="interval between watch bookmarks")
+    p.add_argument("--history-size", type=int_range(1), default=50_000, help="watch events kept per resource type")
+    p.add_argument("--bookmark-seconds", type=non_negative, default=15.0, help="interval between watch bookmarks")
     p.add_argument("--token", default=None,
                    help="accept only this bearer token on the API (others get 401); default: any. "
                    "kubectl sends no token over plain http, so use it for token-auth tests of other clients")
-    p.add_argument("--node-monitor-grace-seconds", type=_non_negative, default=DEFAULT_GRACE_SECONDS,
+    p.add_argument("--node-monitor-grace-seconds", type=non_negative, default=DEFAULT_GRACE_SECONDS,
                    help="seconds without a kubelet heartbeat (a kubelet stopped through the admin API) before "
                    "the node lifecycle marks the node Unknown; kube-controller-manager's "
                    "--node-monitor-grace-period is 50s (40s before Kubernetes 1.32)")
-    p.add_argument("--max-termination-seconds", type=_non_negative, default=1.0,
+    p.add_argument("--max-termination-seconds", type=non_negative, default=1.0,
                    help="cap on every pod's graceful termination by a running kubelet (tests stay quick); a "
                    "stopped kubelet still keeps its deleted pods Terminating")
     p.add_argument("--no-control-plane", action="store_true",

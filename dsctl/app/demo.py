@@ -39,6 +39,7 @@ from dsctl.kube.resources import (
     Resource,
     crd_daemonsets,
 )
+from dsctl_api.argtypes import int_range, non_negative
 
 __all__ = ["add_arguments", "example_mode", "main", "rolled_out"]
 
@@ -60,33 +61,6 @@ def resource_for(api_version: str, kind: str) -> Resource:
     except KeyError:
         raise ValueError(f"cannot apply {api_version} {kind} (only DaemonSets, ControllerRevisions, namespaces, "
                          "nodes and pods); apply it with kubectl") from None
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {text}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value >= 0:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"must not be negative: {text}")
-    return value
-
-
-def _positive(text: str) -> int:
-    value = _count(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text}")
-    return value
 
 
 def check_example(path: Path) -> list[str]:
@@ -151,20 +125,20 @@ async def install_crd(client: KubeClient) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``dsctl sim`` (the main job); ``dsctl sim serve`` has its own."""
-    parser.add_argument("--nodes", type=_count, default=20, help="nodes in the simulated cluster")
+    parser.add_argument("--nodes", type=int_range(0), default=20, help="nodes in the simulated cluster")
     parser.add_argument("--example", type=Path, default=DEFAULT_EXAMPLE,
                         help="manifest to apply once the controller runs (default: manifests/examples/nginx-ds.yaml)")
     parser.add_argument("--until-converged", action="store_true",
                         help="exit 0 once every DaemonSet is fully rolled out")
-    parser.add_argument("--timeout", type=_seconds, default=0.0,
+    parser.add_argument("--timeout", type=non_negative, default=0.0,
                         help="with --until-converged: give up (exit 1) after this many seconds; 0 = never")
-    parser.add_argument("--pod-startup-seconds", type=_seconds, default=1.0,
+    parser.add_argument("--pod-startup-seconds", type=non_negative, default=1.0,
                         help="simulated delay from pod creation to Ready")
-    parser.add_argument("--workers", type=_positive, default=Settings.workers,
+    parser.add_argument("--workers", type=int_range(1), default=Settings.workers,
                         help="controller workers")
     parser.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"),
                         help="controller log level")
-    parser.add_argument("--view-port", type=_count, default=0,
+    parser.add_argument("--view-port", type=int_range(0, 65535), default=0,
                         help="port of the live web view on 127.0.0.1 (dsctl view; 0: any free port)")
     parser.add_argument("--view", default=True, action=argparse.BooleanOptionalAction,
                         help="serve the live web view beside the cluster")

@@ -74,23 +74,30 @@ _str = str
 _CONTAINERS = (dict, list)
 
 
-def _refcounts(table: dict[Hashable, Any]) -> list[int]:
-    return [sys.getrefcount(value) for value in table.values()]
+def _refcount_of(table: dict[Hashable, Any], key: Hashable) -> int:
+    return sys.getrefcount(table[key])
 
 
-_ONLY_THE_TABLES = _refcounts({None: {}})[0]
-"""What :func:`_refcounts` reports for a value that nothing but its table holds."""
+_ONLY_THE_TABLE = _refcount_of({None: {}}, None)
+"""What :func:`_refcount_of` reports for a value that nothing but its table holds."""
+
+_SWEEP_STEP = 64
+"""Entries a sweep examines at each insertion: it ends within a sixty-fourth of the table's
+insertions, so the table outgrows its bound by as little while it runs."""
 
 
 class SharedValues:
     """A bounded table of canonical read-only values, so equal sub-objects are stored once.
 
-    When it holds ``max_entries`` values it is swept: the containers that something besides
-    the table still holds (a cached object, another table's value) stay, the rest go, and the
-    bound becomes twice what stayed (never below ``min_entries``). So a table keyed by node
-    (100,000 nodes, one value each) keeps sharing at any cluster size, while values of departed
-    nodes and old revisions go. Values handed out stay valid either way (they are ordinary
-    objects); the sweep costs one pass, at most once per as many insertions as it kept.
+    Once it holds ``max_entries`` values a sweep begins: the containers that something besides
+    the table still holds (a cached object, another table's value) stay, the rest go. The sweep
+    is spread over the insertions that follow, ``_SWEEP_STEP`` entries at each, because the
+    tables keyed by node are as large as the cluster, and one pass over all of them would stop
+    the event loop for as long as it took, at 100,000 nodes for hundreds of milliseconds on the
+    node join that happened to cross the bound. When it ends, the bound becomes twice what the
+    table holds (never below ``min_entries``). So a table keyed by node keeps sharing at any
+    cluster size, while values of departed nodes and old revisions go. Values handed out stay
+    valid either way (they are ordinary objects).
     """
 
     def __init__(self, max_entries: int = 100_000) -> None:
@@ -99,6 +106,8 @@ class SharedValues:
         self.table: dict[Hashable, Any] = {}
         """Read-only for callers: a hot path may look a key up here directly (the dict is
         never replaced, only swept), and call :meth:`get` or :meth:`put` on a miss."""
+        self._unswept: list[Hashable] = []
+        """The keys the running sweep has still to examine; empty between sweeps."""
 
     def get(self, key: Hashable, make: Callable[[], Any]) -> Any:
         """The canonical value for ``key``, built by ``make()`` the first time."""
@@ -109,20 +118,37 @@ class SharedValues:
 
     def put(self, key: Hashable, value: Any) -> Any:
         """Make ``value`` the canonical value for ``key`` (absent until now); return it."""
-        if len(self.table) >= self.max_entries:
-            self.sweep()
+        if self._unswept or len(self.table) >= self.max_entries:
+            self._sweep_step()
         self.table[key] = value
         return value
 
     def sweep(self) -> None:
-        """Drop every value held by nothing but this table; bound the table at twice the rest."""
-        table = self.table
-        counts = _refcounts(table)
-        kept = [(key, value) for (key, value), count in zip(table.items(), counts, strict=True)
-                if count > _ONLY_THE_TABLES and value.__class__ in _CONTAINERS]
-        table.clear()
-        table.update(kept)
-        self.max_entries = max(self.min_entries, 2 * len(kept))
+        """Finish the running sweep, or run a whole one, at once."""
+        self._begin()
+        while self._unswept:
+            self._sweep_step()
+
+    @property
+    def sweeping(self) -> bool:
+        """True while a sweep has entries left to examine."""
+        return bool(self._unswept)
+
+    def _begin(self) -> None:
+        if not self._unswept:
+            self._unswept = list(self.table)
+
+    def _sweep_step(self) -> None:
+        self._begin()
+        table, unswept = self.table, self._unswept
+        for _ in range(min(_SWEEP_STEP, len(unswept))):
+            key = unswept.pop()
+            if key not in table:
+                continue
+            if table[key].__class__ not in _CONTAINERS or _refcount_of(table, key) <= _ONLY_THE_TABLE:
+                del table[key]
+        if not unswept:
+            self.max_entries = max(self.min_entries, 2 * len(table))
 
     def __len__(self) -> int:
         return len(self.table)

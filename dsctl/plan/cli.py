@@ -20,32 +20,13 @@ import yaml
 from dsctl import __version__
 from dsctl.daemonset.readinessgate import DEFAULT_READINESS_TAINT, ReadinessTaint, parse_readiness_taint
 from dsctl.kube import errors
+from dsctl_api.argtypes import int_range, non_negative
 
 __all__ = ["EXIT_CHANGES", "EXIT_ERROR", "EXIT_NO_CHANGES", "add_readiness_taint", "register"]
 
 EXIT_NO_CHANGES = 0
 EXIT_ERROR = 1
 EXIT_CHANGES = 2
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
 
 
 def _readiness_taint(text: str) -> ReadinessTaint | None:
@@ -85,11 +66,11 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                       help="table for people; json or yaml for machines (schema: dsctl/plan/plan.schema.json)")
     plan.add_argument("--show-nodes", action="store_true",
                       help="list every node of every group and wave (the table shows a few)")
-    plan.add_argument("--pod-startup", type=_positive, default=None, metavar="SECONDS",
+    plan.add_argument("--pod-startup", type=non_negative, default=None, metavar="SECONDS",
                       help="seconds a pod takes from creation to Ready (default: the median of the live pods)")
-    plan.add_argument("--burst-replicas", type=_count, default=250,
+    plan.add_argument("--burst-replicas", type=int_range(1), default=250,
                       help="the controller's --burst-replicas: most pod creates or deletes per sync")
-    plan.add_argument("--max-waves", type=_count, default=100,
+    plan.add_argument("--max-waves", type=int_range(1), default=100,
                       help="simulate at most this many waves of the rolling update; the rest are listed in update "
                       "order and counted in the estimate")
     add_readiness_taint(plan)

@@ -12,20 +12,11 @@ from typing import Any
 from dsctl.kube import errors
 from dsctl.kube.resources import DAEMONSETS, crd_daemonsets
 from dsctl.plan.cli import add_readiness_taint
+from dsctl_api.argtypes import int_range
 
 __all__ = ["DEFAULT_PORT", "register"]
 
 DEFAULT_PORT = 8089
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be 0 to 65535 (0: any free port), not {value}")
-    return value
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -43,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
                       help="the DaemonSet kind to show: apps/v1 or dsctl's custom resource")
     view.add_argument("--address", default="127.0.0.1",
                       help="address to listen on; anything but loopback exposes the cluster's state to the network")
-    view.add_argument("--port", type=_port, default=DEFAULT_PORT, help="port to listen on (0: any free port)")
+    view.add_argument("--port", type=int_range(0, 65535), default=DEFAULT_PORT,
+                      help="port to listen on (0: any free port)")
     view.add_argument("--plan", type=Path, default=None,
                       help="a saved 'dsctl plan -o json' whose planned waves the page can overlay")
     add_readiness_taint(view)

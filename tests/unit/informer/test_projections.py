@@ -202,3 +202,36 @@ def test_a_full_shared_table_keeps_what_is_held_and_grows() -> None:
     assert set(table.table) == {("held", 0), ("held", 1), ("held", 2), "next"}
     assert table.max_entries == 6
     assert table.get(("held", 1), dict) is held[1]
+
+
+def test_a_sweep_is_spread_over_the_insertions_that_follow() -> None:
+    """No insertion examines more than a step of a large table; the sweep ends after a
+    sixty-fourth of its entries in insertions, with the same result as one pass."""
+    table = SharedValues(max_entries=6400)
+    held = [table.get(("held", i), dict) for i in range(3200)]
+    for i in range(3200):
+        table.get(("dropped", i), dict)
+    table.get("first", dict)  # the bound is reached: the sweep begins
+    assert table.sweeping and len(table) > 6400 - 64
+    insertions = 1
+    while table.sweeping:
+        table.get(("later", insertions), dict)
+        insertions += 1
+    assert insertions == 6400 // 64
+    assert not any(key[0] == "dropped" for key in table.table if isinstance(key, tuple))
+    assert all(table.table[("held", i)] is held[i] for i in range(0, 3200, 97))
+    assert table.max_entries == 2 * (len(table) - 1)  # set before the insertion that ended it
+
+
+def test_sweep_finishes_at_once_when_asked() -> None:
+    """``sweep`` completes a running sweep in one call."""
+    table = SharedValues(max_entries=1000)
+    held = [table.get(("held", i), dict) for i in range(10)]
+    for i in range(990):
+        table.get(("dropped", i), dict)
+    table.get("first", dict)
+    assert table.sweeping
+    table.sweep()
+    assert not table.sweeping
+    assert len(held) == 10 and set(table.table) >= {("held", i) for i in range(10)}
+    assert not any(isinstance(key, tuple) and key[0] == "dropped" for key in table.table)
