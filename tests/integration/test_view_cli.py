@@ -97,7 +97,7 @@ async def _run(*args: str, timeout: float = 30) -> tuple[int, str]:
     pytest.param("plan-invalid", 2, "dsctl view: --plan bad.json: $.daemonsets: must be a list", id="plan-invalid"),
     pytest.param("no-crd", 1, "the CustomResourceDefinition daemonsets.dsctl.io is not installed", id="no-crd"),
     pytest.param("port-busy", 2, "cannot listen", id="port-busy"),
-    pytest.param("bad-port", 2, "--port: must be 0 to 65535", id="bad-port"),
+    pytest.param("bad-port", 2, "--port: must be between 0 and 65535: 70000", id="bad-port"),
     pytest.param("bad-taint", 2, "--readiness-taint: effect must be one of", id="bad-taint"),
 ])
 async def test_bad_input_is_one_line(sim: SimProcess, tmp_path: Path, case: str, code: int, message: str) -> None:
