@@ -116,6 +116,11 @@ class SharedValues:
             found = self.put(key, make())
         return found
 
+    def share(self, key: Hashable, value: Any) -> Any:
+        """The canonical value for ``key``: the one already held, else ``value``, held from now on."""
+        found = self.table.get(key)
+        return self.put(key, value) if found is None else found
+
     def put(self, key: Hashable, value: Any) -> Any:
         """Make ``value`` the canonical value for ``key`` (absent until now); return it."""
         if self._unswept or len(self.table) >= self.max_entries:
@@ -195,10 +200,7 @@ def shared_spec(spec: Obj) -> Obj:
     key = spec_key(spec.get("nodeName"), spec.get("affinity"))
     if key is None:
         return spec
-    found = _SPECS.table.get(key)
-    if found is None:
-        found = _SPECS.put(key, spec)
-    return found  # type: ignore[no-any-return]
+    return _SPECS.share(key, spec)  # type: ignore[no-any-return]
 
 
 def status_key(phase: Any, conditions: Any, containers: Any) -> tuple[Any, int, int] | None:
@@ -216,10 +218,7 @@ def shared_status(status: Obj) -> Obj:
     key = status_key(status.get("phase"), status.get("conditions"), status.get("containerStatuses"))
     if key is None:
         return status
-    found = _STATUSES.table.get(key)
-    if found is None:
-        found = _STATUSES.put(key, status)
-    return found  # type: ignore[no-any-return]
+    return _STATUSES.share(key, status)  # type: ignore[no-any-return]
 
 
 def shared_labels(labels: Any) -> Obj | None:
